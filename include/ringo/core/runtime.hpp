@@ -1,0 +1,369 @@
+// ringo/core/runtime.hpp - the event loop: one io_uring, a run queue, CQE dispatch.
+#pragma once
+
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <coroutine>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <ringo/core/options.hpp>
+#include <ringo/core/task.hpp>
+#include <ringo/uring/ring.hpp>
+
+namespace ringo {
+
+namespace detail {
+
+extern constinit thread_local Runtime* t_current;
+
+/// The state every awaited operation keeps in its coroutine frame. Its address (low bits
+/// clear) is the SQE's user_data; the CQE's result lands in `res` and resumes `h`.
+struct OpState {
+    std::coroutine_handle<> h{};
+    int res = 0;
+    std::uint32_t cqe_flags = 0;
+};
+
+/// A completion that is not a plain coroutine resumption (internal wake-ups, multishot
+/// streams, zero-copy notifications). Its user_data is its address | tag_completion.
+/// `fn` must not resume coroutines inline; it schedules them.
+struct Completion {
+    void (*fn)(Completion* self, int res, std::uint32_t flags) = nullptr;
+};
+
+inline constexpr std::uint64_t tag_completion = 1;
+inline constexpr std::uint64_t tag_mask = 7;
+
+/// A FIFO of coroutine handles: a power-of-two ring buffer that grows.
+class RunQueue {
+public:
+    RunQueue() { buf_ = static_cast<void**>(std::malloc(sizeof(void*) * 1024)); mask_ = 1023;
+                 if (!buf_) throw std::bad_alloc(); }
+    ~RunQueue() { std::free(buf_); }
+    RunQueue(const RunQueue&) = delete;
+    RunQueue& operator=(const RunQueue&) = delete;
+    bool empty() const noexcept { return head_ == tail_; }
+    std::size_t size() const noexcept { return tail_ - head_; }
+    void push(std::coroutine_handle<> h) {
+        if (tail_ - head_ > mask_) [[unlikely]]
+            grow();
+        buf_[tail_++ & mask_] = h.address();
+    }
+    std::coroutine_handle<> pop() noexcept {
+        return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]);
+    }
+
+private:
+    void grow();
+    void** buf_;
+    std::size_t mask_;
+    std::size_t head_ = 0;
+    std::size_t tail_ = 0;
+};
+
+struct JoinWaiter {
+    std::coroutine_handle<> h{}; // empty: a ThreadJoinWaiter
+    Runtime* rt = nullptr;
+};
+struct ThreadJoinWaiter : JoinWaiter {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+};
+
+void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept;
+
+} // namespace detail
+
+/// Per-runtime counters; a benchmark divides them by its operation count.
+struct RuntimeStats {
+    std::uint64_t sqes_submitted = 0; ///< SQEs handed to the kernel
+    std::uint64_t enters = 0;         ///< io_uring_enter system calls
+    std::uint64_t cqes = 0;           ///< CQEs reaped
+    std::uint64_t resumptions = 0;    ///< coroutine resumptions by the loop and by CQEs
+    std::uint64_t tasks_spawned = 0;
+    std::uint64_t detached_exceptions = 0;
+    std::uint64_t backpressure_events = 0; ///< -EBUSY / CQ overflow seen on submit
+    std::uint32_t ops_in_flight = 0;  ///< awaited operations whose CQE has not arrived
+};
+
+/// One io_uring and the tasks that run on it; one thread drives it (the thread that
+/// created it). See docs/guide.md for the event loop.
+class Runtime {
+public:
+    explicit Runtime(const RuntimeOptions& options = RuntimeOptions{});
+    /// Cancels the operations still in flight, waits for their final CQEs, then destroys
+    /// the frames of detached tasks. Tasks still held by a JoinHandle are marked abandoned:
+    /// joining them throws, dropping them frees them.
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+
+    /// Runs `task` (and everything it spawns) on this thread until `task` finishes; returns
+    /// its value or rethrows its exception. Throws std::logic_error when called from a task
+    /// of a running runtime or from a thread other than the creator.
+    template <class T>
+    T block_on(Task<T> task) {
+        auto h = task.handle();
+        if (!h)
+            throw std::logic_error("ringo: block_on of an empty Task");
+        run(h);
+        return h.promise().result();
+    }
+
+    /// The runtime driving the calling thread, or nullptr.
+    static Runtime* current() noexcept { return detail::t_current; }
+
+    /// Queues a suspended coroutine to be resumed by this runtime. Same thread only.
+    void schedule(std::coroutine_handle<> h) { ready_.push(h); }
+    /// Queues a suspended coroutine from any thread; wakes the runtime if it sleeps.
+    void post(std::coroutine_handle<> h);
+    /// Hands a freshly spawned task to this runtime from any thread.
+    void post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h);
+
+    /// A free SQE; when the SQ is full it first submits what is gathered. Never null.
+    io_uring_sqe* get_sqe() {
+        io_uring_sqe* s = ring_.get_sqe();
+        if (!s) [[unlikely]]
+            s = get_sqe_slow();
+        return s;
+    }
+    /// Book-keeping for an awaited operation whose SQE was just prepared.
+    void op_started() noexcept { ++in_flight_; }
+
+    /// True if the kernel supports `opcode` (the probe read at setup).
+    [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ring_.probe().supports(opcode); }
+    uring::Probe& probe() noexcept { return ring_.probe(); }
+    const uring::Probe& probe() const noexcept { return ring_.probe(); }
+
+    /// IORING_SETUP_* flags in force after any degradation.
+    [[nodiscard]] std::uint32_t setup_flags() const noexcept { return ring_.setup_flags(); }
+    [[nodiscard]] std::uint32_t features() const noexcept { return ring_.features(); }
+    [[nodiscard]] bool ring_fd_registered() const noexcept { return ring_.ring_fd_registered(); }
+    [[nodiscard]] int ring_fd() const noexcept { return ring_.fd(); }
+    [[nodiscard]] RuntimeStats stats() const noexcept;
+    uring::Ring& ring() noexcept { return ring_; }
+    [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
+
+    // Internal: spawned-task registry and counters.
+    void register_task(detail::PromiseBase& p) noexcept;
+    void unregister_task(detail::PromiseBase& p) noexcept;
+    void count_spawn() noexcept { ++tasks_spawned_; }
+    void count_detached_exception() noexcept { ++detached_exceptions_; }
+
+private:
+    void run(std::coroutine_handle<> root);
+    void run_ready();
+    void reap();
+    void dispatch(std::uint64_t ud, int res, std::uint32_t flags) {
+        if ((ud & detail::tag_mask) == 0) [[likely]] {
+            auto* op = reinterpret_cast<detail::OpState*>(ud);
+            if (!op) [[unlikely]]
+                return;
+            --in_flight_;
+            op->res = res;
+            op->cqe_flags = flags;
+            ++resumptions_;
+            if (discard_) [[unlikely]]
+                return;
+            op->h.resume();
+        } else {
+            auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
+            c->fn(c, res, flags);
+        }
+    }
+    io_uring_sqe* get_sqe_slow();
+    void submit_or_throw(unsigned wait_nr, bool get_events);
+    void arm_wake();
+    static void on_wake(detail::Completion* c, int res, std::uint32_t flags);
+    void drain_remote();
+    void shutdown();
+
+    uring::Ring ring_;
+    RuntimeOptions opts_;
+    detail::RunQueue ready_;
+    std::uint32_t in_flight_ = 0;
+    unsigned flush_interval_;
+    bool running_ = false;
+    bool discard_ = false;
+    bool wants_events_; // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
+    std::thread::id owner_thread_;
+    std::uint64_t resumptions_ = 0;
+    std::uint64_t cqes_ = 0;
+    std::uint64_t tasks_spawned_ = 0;
+    std::uint64_t detached_exceptions_ = 0;
+    std::uint64_t backpressure_ = 0;
+    detail::PromiseBase* tasks_ = nullptr; // live spawned tasks
+
+    // Cross-thread wake-ups: an eventfd read is always armed.
+    struct WakeCompletion : detail::Completion {
+        Runtime* rt;
+    } wake_{};
+    int wake_fd_ = -1;
+    std::uint64_t wake_buf_ = 0;
+    bool wake_armed_ = false;
+    std::atomic<bool> wake_pending_{false};
+    std::mutex remote_m_;
+    struct RemoteItem {
+        void* addr;
+        detail::PromiseBase* spawn;
+    };
+    std::vector<RemoteItem> remote_;
+    std::vector<RemoteItem> remote_swap_;
+};
+
+// ---------------------------------------------------------------------------------------
+// JoinHandle
+
+/// The handle `spawn` returns. `co_await handle` (from any runtime) or `handle.join()`
+/// (from a plain thread) yields the task's value or rethrows its exception; `detach()`
+/// lets it run on its own. A handle dropped without join or detach detaches. Awaiting or
+/// joining a handle a second time throws std::logic_error.
+template <class T>
+class [[nodiscard]] JoinHandle {
+public:
+    using handle_type = std::coroutine_handle<detail::Promise<T>>;
+    JoinHandle() noexcept = default;
+    explicit JoinHandle(handle_type h) noexcept : h_(h) {}
+    JoinHandle(JoinHandle&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+    JoinHandle& operator=(JoinHandle&& o) noexcept {
+        if (this != &o) {
+            detach();
+            h_ = std::exchange(o.h_, {});
+        }
+        return *this;
+    }
+    ~JoinHandle() { detach(); }
+
+    [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
+    /// True once the task has finished (its value is ready).
+    [[nodiscard]] bool is_finished() const noexcept {
+        return h_ && h_.promise().join_.load(std::memory_order_acquire) == detail::join_completed;
+    }
+
+    /// Lets the task run to completion on its own; its frame is freed when it ends, and an
+    /// exception it ends with is reported through the runtime's handler.
+    void detach() noexcept {
+        if (!h_)
+            return;
+        auto& p = h_.promise();
+        std::uintptr_t old = p.join_.exchange(detail::join_detached, std::memory_order_acq_rel);
+        if (old == detail::join_completed || old == detail::join_abandoned) {
+            if (old == detail::join_completed && p.exc_)
+                detail::report_detached_exception(nullptr, p.exc_);
+            h_.destroy();
+        }
+        h_ = {};
+    }
+
+    struct Awaiter {
+        JoinHandle* jh;
+        detail::JoinWaiter w;
+        bool await_ready() const noexcept {
+            if (!jh->h_)
+                return true;
+            std::uintptr_t s = jh->h_.promise().join_.load(std::memory_order_acquire);
+            return s == detail::join_completed || s == detail::join_abandoned;
+        }
+        bool await_suspend(std::coroutine_handle<> h) noexcept {
+            w.h = h;
+            w.rt = detail::t_current;
+            std::uintptr_t expected = detail::join_running;
+            return jh->h_.promise().join_.compare_exchange_strong(
+                expected, reinterpret_cast<std::uintptr_t>(&w), std::memory_order_acq_rel,
+                std::memory_order_acquire);
+        }
+        T await_resume() { return jh->take(); }
+    };
+    Awaiter operator co_await() & noexcept { return Awaiter{this, {}}; }
+    Awaiter operator co_await() && noexcept { return Awaiter{this, {}}; }
+
+    /// Blocks the calling thread until the task finishes. Throws std::logic_error when
+    /// called from a task on the runtime that runs it (that would deadlock: co_await it).
+    T join() {
+        if (!h_)
+            throw std::logic_error("ringo: join of a JoinHandle that was joined or detached");
+        auto& p = h_.promise();
+        if (p.owner_ != nullptr && p.owner_ == detail::t_current)
+            throw std::logic_error("ringo: join() from the runtime that runs the task would deadlock; co_await it");
+        detail::ThreadJoinWaiter w;
+        std::uintptr_t expected = detail::join_running;
+        if (p.join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)),
+                                            std::memory_order_acq_rel, std::memory_order_acquire)) {
+            std::unique_lock lk(w.m);
+            w.cv.wait(lk, [&] { return w.done; });
+        }
+        return take();
+    }
+
+private:
+    T take() {
+        if (!h_)
+            throw std::logic_error("ringo: JoinHandle awaited twice, or after detach");
+        handle_type h = std::exchange(h_, {});
+        struct Free {
+            handle_type h;
+            ~Free() { h.destroy(); }
+        } free{h};
+        if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned)
+            throw std::runtime_error("ringo: the task's runtime was destroyed before it finished");
+        return h.promise().result();
+    }
+    handle_type h_{};
+};
+
+// ---------------------------------------------------------------------------------------
+// spawn, yield, block_on
+
+/// Starts `task` on runtime `rt` (any thread may call this) and returns its handle.
+template <class T>
+JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
+    auto h = task.release();
+    if (!h)
+        throw std::logic_error("ringo: spawn of an empty Task");
+    auto& p = h.promise();
+    p.owner_ = &rt;
+    p.frame_ = h.address();
+    if (detail::t_current == &rt) {
+        rt.register_task(p);
+        rt.schedule(h);
+    } else {
+        rt.post_spawn(p, h);
+    }
+    return JoinHandle<T>{h};
+}
+
+/// Starts `task` on the current runtime. Throws std::logic_error outside a runtime.
+template <class T>
+JoinHandle<T> spawn(Task<T> task) {
+    Runtime* rt = detail::t_current;
+    if (!rt)
+        throw std::logic_error("ringo: spawn() outside a runtime; use spawn(runtime, task)");
+    return spawn(*rt, std::move(task));
+}
+
+/// Lets the other ready tasks run; resumes after them. Outside a runtime it does nothing.
+struct YieldAwaiter {
+    bool await_ready() const noexcept { return detail::t_current == nullptr; }
+    void await_suspend(std::coroutine_handle<> h) const { detail::t_current->schedule(h); }
+    void await_resume() const noexcept {}
+};
+[[nodiscard]] inline YieldAwaiter yield() noexcept { return {}; }
+
+/// Runs `task` on a fresh default Runtime on this thread and returns its result.
+template <class T>
+T block_on(Task<T> task) {
+    Runtime rt;
+    return rt.block_on(std::move(task));
+}
+
+
+} // namespace ringo

@@ -1,0 +1,157 @@
+// ringo/core/task.hpp - Task<T>: a lazy, move-only coroutine.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+namespace ringo {
+
+class Runtime;
+template <class T = void>
+class Task;
+template <class T = void>
+class JoinHandle;
+
+namespace detail {
+
+// Join states of a spawned task (PromiseBase::join_); any other value is a JoinWaiter*.
+inline constexpr std::uintptr_t join_running = 0;
+inline constexpr std::uintptr_t join_completed = 1;
+inline constexpr std::uintptr_t join_detached = 2;
+inline constexpr std::uintptr_t join_abandoned = 3; // its runtime was destroyed first
+
+struct PromiseBase;
+
+/// Who waits for a spawned task: a coroutine on some runtime, or a plain thread (h empty).
+struct JoinWaiter;
+
+/// Runs when a spawned task reaches its final suspend point; returns what to resume next.
+std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept;
+
+struct PromiseBase {
+    std::coroutine_handle<> continuation_{};
+    std::exception_ptr exc_{};
+    // Set when the task is spawned; null for a task that is only awaited.
+    Runtime* owner_ = nullptr;
+    std::atomic<std::uintptr_t> join_{join_running};
+    // The owner runtime's list of live spawned tasks (for shutdown).
+    PromiseBase* prev_ = nullptr;
+    PromiseBase* next_ = nullptr;
+    void* frame_ = nullptr;
+
+    void unhandled_exception() noexcept { exc_ = std::current_exception(); }
+    std::suspend_always initial_suspend() const noexcept { return {}; }
+
+    struct FinalAwaiter {
+        bool await_ready() const noexcept { return false; }
+        template <class P>
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+            PromiseBase& p = h.promise();
+            if (p.owner_ == nullptr) [[likely]]
+                return p.continuation_ ? p.continuation_ : std::noop_coroutine();
+            return on_spawned_final(p, h);
+        }
+        void await_resume() const noexcept {}
+    };
+    FinalAwaiter final_suspend() const noexcept { return {}; }
+
+    void rethrow_if_exception() const {
+        if (exc_) [[unlikely]]
+            std::rethrow_exception(exc_);
+    }
+};
+
+template <class T>
+struct Promise : PromiseBase {
+    std::optional<T> value_;
+    Task<T> get_return_object() noexcept;
+    template <class U = T>
+    void return_value(U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
+        value_.emplace(std::forward<U>(v));
+    }
+    T result() {
+        rethrow_if_exception();
+        return std::move(*value_);
+    }
+};
+
+template <>
+struct Promise<void> : PromiseBase {
+    Task<void> get_return_object() noexcept;
+    void return_void() noexcept {}
+    void result() { rethrow_if_exception(); }
+};
+
+} // namespace detail
+
+/// A lazy coroutine returning T. Nothing runs until it is awaited (`co_await task`, which
+/// transfers control into it symmetrically and yields its value or rethrows its exception),
+/// spawned, or handed to block_on. Move-only; destroying an unstarted or finished Task frees
+/// its frame.
+template <class T>
+class [[nodiscard]] Task {
+public:
+    using promise_type = detail::Promise<T>;
+    using value_type = T;
+    using handle_type = std::coroutine_handle<promise_type>;
+
+    Task() noexcept = default;
+    explicit Task(handle_type h) noexcept : h_(h) {}
+    Task(Task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+    Task& operator=(Task&& o) noexcept {
+        if (this != &o) {
+            if (h_)
+                h_.destroy();
+            h_ = std::exchange(o.h_, {});
+        }
+        return *this;
+    }
+    Task(const Task&) = delete;
+    Task& operator=(const Task&) = delete;
+    ~Task() {
+        if (h_)
+            h_.destroy();
+    }
+
+    [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
+    [[nodiscard]] bool done() const noexcept { return h_ && h_.done(); }
+    /// Gives up ownership of the frame.
+    handle_type release() noexcept { return std::exchange(h_, {}); }
+    handle_type handle() const noexcept { return h_; }
+
+    struct Awaiter {
+        handle_type h;
+        bool await_ready() const noexcept { return !h || h.done(); }
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<> cont) noexcept {
+            h.promise().continuation_ = cont;
+            return h;
+        }
+        T await_resume() {
+            if (!h) [[unlikely]]
+                throw std::logic_error("ringo: awaiting an empty Task");
+            return h.promise().result();
+        }
+    };
+    Awaiter operator co_await() const& noexcept { return Awaiter{h_}; }
+    Awaiter operator co_await() const&& noexcept { return Awaiter{h_}; }
+
+private:
+    handle_type h_{};
+};
+
+namespace detail {
+template <class T>
+Task<T> Promise<T>::get_return_object() noexcept {
+    return Task<T>{std::coroutine_handle<Promise<T>>::from_promise(*this)};
+}
+inline Task<void> Promise<void>::get_return_object() noexcept {
+    return Task<void>{std::coroutine_handle<Promise<void>>::from_promise(*this)};
+}
+} // namespace detail
+
+} // namespace ringo

@@ -1,0 +1,76 @@
+// ringo/op/base.hpp - the awaitable every io_uring operation is built on.
+#pragma once
+
+#include <cerrno>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+
+#include <ringo/core/runtime.hpp>
+#include <ringo/uring/compat.hpp>
+
+namespace ringo::op {
+
+/// The largest byte count one read or write transfers (the kernel's MAX_RW_COUNT); longer
+/// requests are clamped and report the shorter count, as read(2) does.
+inline constexpr std::size_t max_rw_count = 0x7ffff000;
+
+inline unsigned clamp_len(std::size_t n) noexcept {
+    return static_cast<unsigned>(n > max_rw_count ? max_rw_count : n);
+}
+
+/// Base of every operation awaitable. `Derived` provides `static constexpr std::uint8_t
+/// opcode` and `void prepare(io_uring_sqe*)`. The state lives in the awaitable itself,
+/// which sits in the awaiting coroutine's frame: awaiting costs no heap allocation.
+///
+/// `co_await` yields the CQE's result exactly as the kernel reports it: a count or value
+/// >= 0, or -errno. Without a runtime on the thread it yields -ENXIO; when the kernel's
+/// probe lacks the opcode it yields -EOPNOTSUPP without submitting anything.
+template <class Derived>
+class [[nodiscard]] Op : public detail::OpState {
+public:
+    bool await_ready() const noexcept { return false; }
+    bool await_suspend(std::coroutine_handle<> h) {
+        Runtime* rt = detail::t_current;
+        if (!rt) [[unlikely]] {
+            res = -ENXIO;
+            return false;
+        }
+        if (!rt->supports(Derived::opcode)) [[unlikely]] {
+            res = -EOPNOTSUPP;
+            return false;
+        }
+        io_uring_sqe* sqe = rt->get_sqe();
+        static_cast<Derived*>(this)->prepare(sqe);
+        sqe->flags |= sqe_flags_;
+        sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
+        this->h = h;
+        rt->op_started();
+        return true;
+    }
+    int await_resume() const noexcept { return res; }
+
+    /// The CQE flags of the completion (IORING_CQE_F_*), valid after the await.
+    [[nodiscard]] std::uint32_t result_flags() const noexcept { return this->cqe_flags; }
+
+    /// Adds IOSQE_* flags to the SQE (used by the composition layer).
+    Derived& with_sqe_flags(std::uint8_t f) & noexcept { sqe_flags_ |= f; return static_cast<Derived&>(*this); }
+    Derived&& with_sqe_flags(std::uint8_t f) && noexcept { sqe_flags_ |= f; return static_cast<Derived&&>(*this); }
+
+protected:
+    std::uint8_t sqe_flags_ = 0;
+};
+
+/// Clears an SQE and sets the fields every operation has; for opcodes liburing 2.3 has no
+/// helper for.
+inline void prep_raw(io_uring_sqe* sqe, std::uint8_t opcode, int fd, std::uint64_t addr, std::uint32_t len,
+                     std::uint64_t off) noexcept {
+    __builtin_memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = opcode;
+    sqe->fd = fd;
+    sqe->addr = addr;
+    sqe->len = len;
+    sqe->off = off;
+}
+
+} // namespace ringo::op

@@ -1,0 +1,39 @@
+// ringo/uring/probe.hpp - what the running kernel's io_uring supports, read once at setup.
+#pragma once
+
+#include <bitset>
+#include <cstdint>
+
+#include <ringo/uring/compat.hpp>
+
+namespace ringo::uring {
+
+/// The kernel's opcode probe (IORING_REGISTER_PROBE) and the ring's feature bits.
+/// Never derived from the kernel version string.
+class Probe {
+public:
+    /// True if the kernel reported `opcode` as supported.
+    [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ops_[opcode]; }
+    /// One past the highest opcode the kernel knows (the probe's last_op + 1).
+    [[nodiscard]] unsigned kernel_last_op() const noexcept { return last_op_; }
+    /// IORING_FEAT_* bits the kernel reported at setup.
+    [[nodiscard]] std::uint32_t features() const noexcept { return features_; }
+    [[nodiscard]] bool has_feature(std::uint32_t feat) const noexcept { return (features_ & feat) == feat; }
+
+    /// Marks an opcode as (un)supported. Meant for tests that force the "unsupported" path
+    /// and for programs that want to keep ringo away from an operation.
+    void set_supported(std::uint8_t opcode, bool on) noexcept { ops_[opcode] = on; }
+
+    void reset(unsigned last_op, std::uint32_t features) noexcept {
+        ops_.reset();
+        last_op_ = last_op;
+        features_ = features;
+    }
+
+private:
+    std::bitset<256> ops_{};
+    unsigned last_op_ = 0;
+    std::uint32_t features_ = 0;
+};
+
+} // namespace ringo::uring

@@ -1,0 +1,134 @@
+// ringo/uring/ring.hpp - one io_uring instance: setup with degradation, SQE allocation,
+// submission and completion reaping. The only layer that includes <liburing.h>.
+#pragma once
+
+#include <liburing.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <ringo/uring/compat.hpp>
+#include <ringo/uring/probe.hpp>
+
+namespace ringo::uring {
+
+/// What to ask io_uring_setup() for. Built by ringo::RuntimeOptions.
+struct RingParams {
+    unsigned sq_entries = 256;
+    unsigned cq_entries = 0;        ///< 0: the kernel default (2 x sq_entries)
+    std::uint32_t flags = 0;        ///< IORING_SETUP_* requested first
+    unsigned sq_thread_idle_ms = 0; ///< SQPOLL only
+    int sq_thread_cpu = -1;         ///< SQPOLL only; -1: any
+    int attach_wq_fd = -1;          ///< IORING_SETUP_ATTACH_WQ target, -1: none
+    bool register_ring_fd = true;
+    /// Fault injection for tests: any setup attempt whose flags intersect this mask is
+    /// treated as if the kernel had answered EINVAL, so the degradation path can be tested.
+    std::uint32_t reject_flags_for_testing = 0;
+
+    /// The io_uring_params the first setup attempt passes to the kernel.
+    [[nodiscard]] io_uring_params to_params() const noexcept;
+};
+
+/// Owns one io_uring. Not thread-safe: one thread submits and reaps.
+class Ring {
+public:
+    /// Sets up the ring. On EINVAL, degrades DEFER_TASKRUN -> COOP_TASKRUN -> no task-run
+    /// flags (and drops SUBMIT_ALL, SINGLE_ISSUER on the last step). Throws std::system_error
+    /// naming the problem when no setup works, std::invalid_argument on bad sizes.
+    explicit Ring(const RingParams& params);
+    ~Ring();
+    Ring(const Ring&) = delete;
+    Ring& operator=(const Ring&) = delete;
+
+    /// A free SQE, or nullptr when the SQ is full (call submit() and retry).
+    /// The SQE is not cleared: liburing's prep helpers set every field they use;
+    /// raw preparations call clear() first.
+    io_uring_sqe* get_sqe() noexcept {
+        unsigned head = sqpoll_ ? __atomic_load_n(ring_.sq.khead, __ATOMIC_ACQUIRE) : *ring_.sq.khead;
+        unsigned tail = ring_.sq.sqe_tail;
+        if (tail - head >= ring_.sq.ring_entries) [[unlikely]]
+            return nullptr;
+        ring_.sq.sqe_tail = tail + 1;
+        return &ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_];
+    }
+
+    /// SQEs taken with get_sqe() and not yet handed to the kernel.
+    [[nodiscard]] unsigned pending() const noexcept { return ring_.sq.sqe_tail - ring_.sq.sqe_head; }
+
+    /// Publishes pending SQEs and enters the kernel when needed: to submit, to wait for
+    /// `wait_nr` completions, or to run deferred task work when `get_events`.
+    /// Returns the number of SQEs the kernel consumed, or -errno (EBUSY/EAGAIN mean the
+    /// CQ is full: reap and retry; EINTR when a wait was interrupted).
+    int submit(unsigned wait_nr, bool get_events) noexcept;
+
+    /// Calls f(user_data, res, flags) for each available CQE, advancing the CQ head before
+    /// each call (so f may submit and even reap). Returns the number of CQEs seen.
+    template <class F>
+    unsigned reap(F&& f) {
+        unsigned n = 0;
+        unsigned head = *ring_.cq.khead;
+        for (;;) {
+            unsigned tail = __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE);
+            if (head == tail)
+                return n;
+            do {
+                const io_uring_cqe* cqe = &ring_.cq.cqes[(head & ring_.cq.ring_mask) << cqe_shift_];
+                std::uint64_t ud = cqe->user_data;
+                int res = cqe->res;
+                std::uint32_t fl = cqe->flags;
+                ++head;
+                __atomic_store_n(ring_.cq.khead, head, __ATOMIC_RELEASE);
+                ++n;
+                f(ud, res, fl);
+                head = *ring_.cq.khead; // f may have reaped further
+            } while (static_cast<int>(tail - head) > 0);
+        }
+    }
+
+    /// True when the kernel has CQEs waiting in its overflow list or deferred task work.
+    [[nodiscard]] bool needs_enter() const noexcept {
+        unsigned fl = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
+        return (fl & (compat::sq_cq_overflow | compat::sq_taskrun)) != 0;
+    }
+    [[nodiscard]] bool cq_ready() const noexcept {
+        return __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE) != *ring_.cq.khead;
+    }
+
+    [[nodiscard]] int fd() const noexcept { return ring_.ring_fd; }
+    /// The IORING_SETUP_* flags in force after degradation.
+    [[nodiscard]] std::uint32_t setup_flags() const noexcept { return flags_; }
+    [[nodiscard]] std::uint32_t features() const noexcept { return probe_.features(); }
+    [[nodiscard]] bool ring_fd_registered() const noexcept { return registered_; }
+    [[nodiscard]] unsigned sq_entries() const noexcept { return ring_.sq.ring_entries; }
+    [[nodiscard]] unsigned cq_entries() const noexcept { return ring_.cq.ring_entries; }
+    /// Number of io_uring_enter system calls made so far.
+    [[nodiscard]] std::uint64_t enters() const noexcept { return enters_; }
+    /// Number of SQEs handed to the kernel so far.
+    [[nodiscard]] std::uint64_t sqes_submitted() const noexcept { return sqes_submitted_; }
+    /// Setup attempts that were refused before one worked (0: the first worked).
+    [[nodiscard]] unsigned degradations() const noexcept { return degradations_; }
+
+    Probe& probe() noexcept { return probe_; }
+    const Probe& probe() const noexcept { return probe_; }
+    io_uring& raw() noexcept { return ring_; }
+
+private:
+    io_uring ring_{};
+    Probe probe_;
+    std::uint32_t flags_ = 0;
+    unsigned sqe_shift_ = 0;
+    unsigned cqe_shift_ = 0;
+    bool sqpoll_ = false;
+    bool iopoll_ = false;
+    bool registered_ = false;
+    int enter_fd_ = -1;
+    unsigned degradations_ = 0;
+    std::uint64_t enters_ = 0;
+    std::uint64_t sqes_submitted_ = 0;
+};
+
+/// Human-readable names of IORING_SETUP_* bits, e.g. "SINGLE_ISSUER|DEFER_TASKRUN".
+std::string setup_flags_to_string(std::uint32_t flags);
+
+} // namespace ringo::uring

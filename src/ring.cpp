@@ -1,0 +1,250 @@
+#include <ringo/uring/ring.hpp>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+namespace ringo::uring {
+
+namespace {
+
+constexpr unsigned max_sq_entries = 32768;
+constexpr unsigned max_cq_entries = 2 * max_sq_entries;
+
+struct FlagName {
+    std::uint32_t bit;
+    const char* name;
+};
+constexpr FlagName flag_names[] = {
+    {compat::setup::iopoll, "IOPOLL"},
+    {compat::setup::sqpoll, "SQPOLL"},
+    {compat::setup::sq_aff, "SQ_AFF"},
+    {compat::setup::cqsize, "CQSIZE"},
+    {compat::setup::clamp, "CLAMP"},
+    {compat::setup::attach_wq, "ATTACH_WQ"},
+    {compat::setup::r_disabled, "R_DISABLED"},
+    {compat::setup::submit_all, "SUBMIT_ALL"},
+    {compat::setup::coop_taskrun, "COOP_TASKRUN"},
+    {compat::setup::taskrun_flag, "TASKRUN_FLAG"},
+    {compat::setup::sqe128, "SQE128"},
+    {compat::setup::cqe32, "CQE32"},
+    {compat::setup::single_issuer, "SINGLE_ISSUER"},
+    {compat::setup::defer_taskrun, "DEFER_TASKRUN"},
+    {compat::setup::no_mmap, "NO_MMAP"},
+    {compat::setup::registered_fd_only, "REGISTERED_FD_ONLY"},
+    {compat::setup::no_sqarray, "NO_SQARRAY"},
+    {compat::setup::hybrid_iopoll, "HYBRID_IOPOLL"},
+};
+
+// The next, more modest set of flags to try after the kernel refused `flags` with EINVAL.
+// Returns false when there is nothing left to drop.
+bool degrade(std::uint32_t& flags) {
+    using namespace compat::setup;
+    if (flags & defer_taskrun) {
+        flags = (flags & ~defer_taskrun) | coop_taskrun | taskrun_flag;
+        return true;
+    }
+    if (flags & (coop_taskrun | taskrun_flag)) {
+        flags &= ~(coop_taskrun | taskrun_flag);
+        return true;
+    }
+    if (flags & (submit_all | single_issuer)) {
+        flags &= ~(submit_all | single_issuer);
+        return true;
+    }
+    return false;
+}
+
+std::string describe_setup_error(int err, const RingParams& p, std::uint32_t flags) {
+    std::string msg = "ringo: io_uring_setup(sq_entries=" + std::to_string(p.sq_entries) +
+                      ", flags=" + setup_flags_to_string(flags) + ") failed";
+    switch (err) {
+    case ENOMEM:
+        msg += ": out of memory for the rings (RLIMIT_MEMLOCK or memory cgroup limit too low "
+               "for this ring size; try fewer entries)";
+        break;
+    case EPERM:
+        msg += ": not permitted (SQPOLL may need privileges, or io_uring is disabled by "
+               "kernel.io_uring_disabled)";
+        break;
+    case EMFILE:
+    case ENFILE:
+        msg += ": too many open files";
+        break;
+    case ENOSYS:
+        msg += ": this kernel has no io_uring";
+        break;
+    case EINVAL:
+        msg += ": the kernel rejected these parameters even after dropping optional flags";
+        break;
+    case EBADF:
+        msg += ": attach_wq names a file descriptor that is not an io_uring";
+        break;
+    default:
+        break;
+    }
+    return msg;
+}
+
+} // namespace
+
+std::string setup_flags_to_string(std::uint32_t flags) {
+    std::string out;
+    for (const auto& f : flag_names) {
+        if (flags & f.bit) {
+            if (!out.empty())
+                out += '|';
+            out += f.name;
+            flags &= ~f.bit;
+        }
+    }
+    if (flags) {
+        if (!out.empty())
+            out += '|';
+        out += "0x" + [&] {
+            char buf[16];
+            std::snprintf(buf, sizeof buf, "%x", flags);
+            return std::string(buf);
+        }();
+    }
+    return out.empty() ? "none" : out;
+}
+
+io_uring_params RingParams::to_params() const noexcept {
+    io_uring_params p;
+    std::memset(&p, 0, sizeof p);
+    p.flags = flags;
+    if (cq_entries) {
+        p.flags |= compat::setup::cqsize;
+        p.cq_entries = cq_entries;
+    }
+    if (flags & compat::setup::sqpoll) {
+        p.sq_thread_idle = sq_thread_idle_ms;
+        if (sq_thread_cpu >= 0) {
+            p.flags |= compat::setup::sq_aff;
+            p.sq_thread_cpu = static_cast<unsigned>(sq_thread_cpu);
+        }
+    }
+    if (attach_wq_fd >= 0) {
+        p.flags |= compat::setup::attach_wq;
+        p.wq_fd = static_cast<unsigned>(attach_wq_fd);
+    }
+    return p;
+}
+
+Ring::Ring(const RingParams& params) {
+    if (params.sq_entries == 0 || params.sq_entries > max_sq_entries)
+        throw std::invalid_argument("ringo: sq_entries must be between 1 and 32768, got " +
+                                    std::to_string(params.sq_entries));
+    if (params.cq_entries != 0 && (params.cq_entries < params.sq_entries || params.cq_entries > max_cq_entries))
+        throw std::invalid_argument("ringo: cq_entries must be 0 (default) or between sq_entries and 65536, got " +
+                                    std::to_string(params.cq_entries));
+    if (params.sq_thread_cpu >= 0 && !(params.flags & compat::setup::sqpoll))
+        throw std::invalid_argument("ringo: an SQPOLL cpu was given without SQPOLL");
+
+    RingParams attempt = params;
+    for (;;) {
+        io_uring_params p = attempt.to_params();
+        int ret;
+        if (attempt.flags & params.reject_flags_for_testing)
+            ret = -EINVAL;
+        else
+            ret = io_uring_queue_init_params(params.sq_entries, &ring_, &p);
+        if (ret == 0) {
+            flags_ = ring_.flags;
+            probe_.reset(0, p.features);
+            break;
+        }
+        if (ret == -EINVAL && degrade(attempt.flags)) {
+            ++degradations_;
+            continue;
+        }
+        throw std::system_error(-ret, std::generic_category(), describe_setup_error(-ret, params, attempt.flags));
+    }
+
+    sqe_shift_ = (flags_ & compat::setup::sqe128) ? 1 : 0;
+    cqe_shift_ = (flags_ & compat::setup::cqe32) ? 1 : 0;
+    sqpoll_ = (flags_ & compat::setup::sqpoll) != 0;
+    iopoll_ = (flags_ & compat::setup::iopoll) != 0;
+    // Identity-map the SQ index array (older liburing releases leave it to each flush).
+    if (ring_.sq.array && !(flags_ & compat::setup::no_sqarray)) {
+        for (unsigned i = 0; i < ring_.sq.ring_entries; ++i)
+            ring_.sq.array[i] = i;
+    }
+    enter_fd_ = ring_.ring_fd;
+    if (params.register_ring_fd) {
+        int r = io_uring_register_ring_fd(&ring_);
+        if (r == 1) {
+            registered_ = true;
+            enter_fd_ = ring_.enter_ring_fd;
+        }
+    }
+
+    // Opcode probe, read once.
+    if (io_uring_probe* pr = io_uring_get_probe_ring(&ring_)) {
+        probe_.reset(pr->last_op + 1u, probe_.features());
+        for (unsigned i = 0; i < pr->ops_len && i < 256; ++i) {
+            if (pr->ops[i].flags & IO_URING_OP_SUPPORTED)
+                probe_.set_supported(static_cast<std::uint8_t>(pr->ops[i].op), true);
+        }
+        io_uring_free_probe(pr);
+    }
+}
+
+Ring::~Ring() { io_uring_queue_exit(&ring_); }
+
+int Ring::submit(unsigned wait_nr, bool get_events) noexcept {
+    // Publish the SQEs gathered since the last submit.
+    unsigned tail = ring_.sq.sqe_tail;
+    unsigned to_submit = tail - ring_.sq.sqe_head;
+    if (to_submit) {
+        ring_.sq.sqe_head = tail;
+        __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
+    }
+    unsigned flags = 0;
+    if (sqpoll_) {
+        // The kernel thread consumes the SQ; enter only to wake it or to wait.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        unsigned kf = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
+        if (kf & compat::sq_need_wakeup)
+            flags |= compat::enter::sq_wakeup;
+        if (kf & compat::sq_cq_overflow)
+            get_events = true;
+        sqes_submitted_ += to_submit;
+        if (wait_nr == 0 && !get_events && !(flags & compat::enter::sq_wakeup))
+            return static_cast<int>(to_submit);
+        to_submit = 0; // the SQ thread submits; enter() only wakes it or waits
+    } else if (to_submit == 0 && wait_nr == 0 && !get_events && !iopoll_ && !needs_enter()) {
+        return 0;
+    }
+    if (wait_nr || get_events || iopoll_)
+        flags |= compat::enter::getevents;
+    if (registered_)
+        flags |= compat::enter::registered_ring;
+    ++enters_;
+    long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, nullptr, _NSIG / 8);
+    if (r < 0) {
+        int err = errno;
+        // Nothing was consumed: take the SQEs back so they go with the next call.
+        if (!sqpoll_ && to_submit) {
+            ring_.sq.sqe_head -= to_submit;
+        }
+        return -err;
+    }
+    if (!sqpoll_) {
+        unsigned consumed = static_cast<unsigned>(r);
+        sqes_submitted_ += consumed;
+        // The kernel may stop early (for example on -EBUSY back-pressure); what it did not
+        // consume stays published in the SQ and is counted as pending again.
+        if (consumed < to_submit)
+            ring_.sq.sqe_head -= (to_submit - consumed);
+    }
+    return static_cast<int>(r);
+}
+
+} // namespace ringo::uring

@@ -1,0 +1,336 @@
+#include <ringo/core/runtime.hpp>
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <system_error>
+
+namespace ringo {
+
+namespace detail {
+
+constinit thread_local Runtime* t_current = nullptr;
+
+void RunQueue::grow() {
+    std::size_t cap = mask_ + 1;
+    auto* nb = static_cast<void**>(std::malloc(sizeof(void*) * cap * 2));
+    if (!nb)
+        throw std::bad_alloc();
+    for (std::size_t i = 0; i < cap; ++i)
+        nb[i] = buf_[(head_ + i) & mask_];
+    std::free(buf_);
+    buf_ = nb;
+    head_ = 0;
+    tail_ = cap;
+    mask_ = cap * 2 - 1;
+}
+
+void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept {
+    if (rt) {
+        if (auto fn = rt->options().detached_exception_handler()) {
+            fn(e);
+            return;
+        }
+    }
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+        std::fprintf(stderr, "ringo: a detached task ended with an exception: %s\n", ex.what());
+    } catch (...) {
+        std::fprintf(stderr, "ringo: a detached task ended with a non-standard exception\n");
+    }
+}
+
+std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
+    Runtime* rt = p.owner_;
+    rt->unregister_task(p);
+    std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
+    if (old == join_running) [[likely]]
+        return std::noop_coroutine();
+    if (old == join_detached) {
+        if (p.exc_) {
+            rt->count_detached_exception();
+            report_detached_exception(rt, p.exc_);
+        }
+        self.destroy();
+        return std::noop_coroutine();
+    }
+    auto* w = reinterpret_cast<JoinWaiter*>(old);
+    if (w->h) {
+        if (w->rt == rt || w->rt == nullptr)
+            return w->h;
+        w->rt->post(w->h);
+        return std::noop_coroutine();
+    }
+    auto* tw = static_cast<ThreadJoinWaiter*>(w);
+    std::lock_guard lk(tw->m);
+    tw->done = true;
+    tw->cv.notify_one();
+    return std::noop_coroutine();
+}
+
+} // namespace detail
+
+RuntimeOptions& RuntimeOptions::attach_wq(const Runtime& other) noexcept {
+    p_.attach_wq_fd = other.ring_fd();
+    return *this;
+}
+
+Runtime::Runtime(const RuntimeOptions& options)
+    : ring_(options.ring_params()), opts_(options), flush_interval_(options.flush_interval()),
+      owner_thread_(std::this_thread::get_id()) {
+    using namespace uring::compat::setup;
+    wants_events_ = (ring_.setup_flags() & (defer_taskrun | iopoll)) != 0;
+    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (wake_fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "ringo: eventfd for cross-thread wake-ups");
+    wake_.fn = &Runtime::on_wake;
+    wake_.rt = this;
+    remote_.reserve(64);
+    remote_swap_.reserve(64);
+    arm_wake();
+}
+
+Runtime::~Runtime() {
+    shutdown();
+    if (wake_fd_ >= 0)
+        ::close(wake_fd_);
+}
+
+RuntimeStats Runtime::stats() const noexcept {
+    RuntimeStats s;
+    s.sqes_submitted = ring_.sqes_submitted();
+    s.enters = ring_.enters();
+    s.cqes = cqes_;
+    s.resumptions = resumptions_;
+    s.tasks_spawned = tasks_spawned_;
+    s.detached_exceptions = detached_exceptions_;
+    s.backpressure_events = backpressure_;
+    s.ops_in_flight = in_flight_;
+    return s;
+}
+
+void Runtime::register_task(detail::PromiseBase& p) noexcept {
+    ++tasks_spawned_;
+    p.prev_ = nullptr;
+    p.next_ = tasks_;
+    if (tasks_)
+        tasks_->prev_ = &p;
+    tasks_ = &p;
+}
+
+void Runtime::unregister_task(detail::PromiseBase& p) noexcept {
+    if (p.prev_)
+        p.prev_->next_ = p.next_;
+    else if (tasks_ == &p)
+        tasks_ = p.next_;
+    if (p.next_)
+        p.next_->prev_ = p.prev_;
+    p.prev_ = p.next_ = nullptr;
+}
+
+void Runtime::arm_wake() {
+    io_uring_sqe* sqe = get_sqe();
+    io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof wake_buf_, 0);
+    sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&wake_)) | detail::tag_completion;
+    wake_armed_ = true;
+}
+
+void Runtime::on_wake(detail::Completion* c, int res, std::uint32_t) {
+    Runtime* rt = static_cast<WakeCompletion*>(c)->rt;
+    rt->wake_armed_ = false;
+    rt->wake_pending_.store(false, std::memory_order_seq_cst);
+    rt->drain_remote();
+    if (res != -ECANCELED && !rt->discard_)
+        rt->arm_wake();
+}
+
+void Runtime::drain_remote() {
+    {
+        std::lock_guard lk(remote_m_);
+        remote_swap_.swap(remote_);
+    }
+    for (const RemoteItem& it : remote_swap_) {
+        if (it.spawn)
+            register_task(*it.spawn);
+        ready_.push(std::coroutine_handle<>::from_address(it.addr));
+    }
+    remote_swap_.clear();
+}
+
+void Runtime::post(std::coroutine_handle<> h) {
+    {
+        std::lock_guard lk(remote_m_);
+        remote_.push_back({h.address(), nullptr});
+    }
+    if (!wake_pending_.exchange(true, std::memory_order_seq_cst)) {
+        std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+    }
+}
+
+void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) {
+    {
+        std::lock_guard lk(remote_m_);
+        remote_.push_back({h.address(), &p});
+    }
+    if (!wake_pending_.exchange(true, std::memory_order_seq_cst)) {
+        std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+    }
+}
+
+io_uring_sqe* Runtime::get_sqe_slow() {
+    // The SQ is full: hand it to the kernel. Completions reaped here are not resumed inline
+    // (we are inside some coroutine's await_suspend); their coroutines go to the run queue.
+    for (;;) {
+        int r = ring_.submit(0, false);
+        if (io_uring_sqe* s = ring_.get_sqe())
+            return s;
+        if (r < 0 && r != -EBUSY && r != -EAGAIN && r != -EINTR)
+            throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed while the SQ was full");
+        ++backpressure_;
+        // Back-pressure: make room in the CQ, deferring the resumptions.
+        ring_.submit(0, true);
+        ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) {
+            ++cqes_;
+            if ((ud & detail::tag_mask) == 0) {
+                if (auto* op = reinterpret_cast<detail::OpState*>(ud)) {
+                    --in_flight_;
+                    op->res = res;
+                    op->cqe_flags = fl;
+                    ready_.push(op->h);
+                }
+            } else {
+                auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
+                c->fn(c, res, fl);
+            }
+        });
+    }
+}
+
+void Runtime::submit_or_throw(unsigned wait_nr, bool get_events) {
+    int r = ring_.submit(wait_nr, get_events);
+    if (r >= 0) [[likely]]
+        return;
+    switch (-r) {
+    case EINTR:
+    case ETIME:
+        return;
+    case EBUSY:
+    case EAGAIN:
+        // CQ overflow: the caller reaps and comes back.
+        ++backpressure_;
+        return;
+    case EBADR:
+        std::fprintf(stderr, "ringo: the kernel dropped completions (CQ overflow without NODROP)\n");
+        return;
+    default:
+        throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed");
+    }
+}
+
+void Runtime::reap() {
+    cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
+}
+
+void Runtime::run_ready() {
+    unsigned budget = flush_interval_;
+    while (!ready_.empty()) {
+        auto h = ready_.pop();
+        ++resumptions_;
+        h.resume();
+        if (--budget == 0)
+            return;
+    }
+}
+
+void Runtime::run(std::coroutine_handle<> root) {
+    if (std::this_thread::get_id() != owner_thread_)
+        throw std::logic_error("ringo: a Runtime must be driven by the thread that created it");
+    if (running_ || (detail::t_current && detail::t_current != this))
+        throw std::logic_error("ringo: block_on called from inside a running runtime");
+    struct Guard {
+        Runtime* self;
+        Runtime* prev;
+        ~Guard() {
+            self->running_ = false;
+            detail::t_current = prev;
+        }
+    } guard{this, detail::t_current};
+    running_ = true;
+    detail::t_current = this;
+
+    ready_.push(root);
+    for (;;) {
+        run_ready();
+        if (root.done())
+            return;
+        if (ready_.empty()) {
+            submit_or_throw(1, true);
+        } else if (ring_.pending() || (in_flight_ && wants_events_) || ring_.needs_enter()) {
+            submit_or_throw(0, in_flight_ != 0);
+        }
+        reap();
+        if (root.done())
+            return;
+    }
+}
+
+void Runtime::shutdown() {
+    Runtime* prev = detail::t_current;
+    detail::t_current = this; // frame destructors below may look for their runtime
+    discard_ = true;
+    // 1. Cancel every operation still in flight and wait for each one's final CQE, so no
+    //    kernel write can land in a frame we are about to free. Nothing is resumed.
+    while (in_flight_ > 0 || wake_armed_) {
+        io_uring_sqe* sqe = get_sqe();
+        io_uring_prep_cancel64(sqe, 0, 0);
+        sqe->cancel_flags = uring::compat::async_cancel_any | uring::compat::async_cancel_all;
+        sqe->user_data = 0;
+        int r = ring_.submit(1, true);
+        if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME) {
+            std::fprintf(stderr, "ringo: io_uring_enter failed during shutdown: %s\n", std::strerror(-r));
+            break;
+        }
+        reap();
+    }
+    drain_remote();
+    // 2. Destroy the frames of detached tasks. Destroying one may detach others (its
+    //    JoinHandles), so repeat until a pass frees nothing.
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (detail::PromiseBase* p = tasks_; p;) {
+            detail::PromiseBase* next = p->next_;
+            if (p->join_.load(std::memory_order_acquire) == detail::join_detached) {
+                unregister_task(*p);
+                std::coroutine_handle<>::from_address(p->frame_).destroy();
+                progress = true;
+            }
+            p = next;
+        }
+    }
+    // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners.
+    while (detail::PromiseBase* p = tasks_) {
+        unregister_task(*p);
+        std::uintptr_t old = p->join_.exchange(detail::join_abandoned, std::memory_order_acq_rel);
+        if (old == detail::join_detached) {
+            std::coroutine_handle<>::from_address(p->frame_).destroy();
+        } else if (old != detail::join_running && old != detail::join_completed) {
+            auto* w = reinterpret_cast<detail::JoinWaiter*>(old);
+            if (!w->h) {
+                auto* tw = static_cast<detail::ThreadJoinWaiter*>(w);
+                std::lock_guard lk(tw->m);
+                tw->done = true;
+                tw->cv.notify_one();
+            } else if (w->rt && w->rt != this) {
+                w->rt->post(w->h);
+            }
+        }
+    }
+    detail::t_current = prev;
+}
+
+} // namespace ringo
