@@ -91,6 +91,8 @@ Runtime::Runtime(const RuntimeOptions& options)
     remote_.reserve(64);
     remote_swap_.reserve(64);
     arm_wake();
+    // Hand the wake-up read to the kernel now, so the counters start from a quiet ring.
+    submit_or_throw(0, false);
 }
 
 Runtime::~Runtime() {

@@ -1,0 +1,264 @@
+#include <ringo/ringo.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+using ringo::JoinHandle;
+using ringo::Runtime;
+using ringo::Task;
+
+namespace {
+
+Task<int> value(int x) { co_return x; }
+Task<void> nothing() { co_return; }
+Task<int> thrower() {
+    throw std::runtime_error("boom");
+    co_return 0;
+}
+Task<int> add(int a, int b) { co_return co_await value(a) + co_await value(b); }
+
+TEST(Task, ReturnsValue) { EXPECT_EQ(ringo::block_on(value(7)), 7); }
+
+TEST(Task, VoidTask) { EXPECT_NO_THROW(ringo::block_on(nothing())); }
+
+TEST(Task, NestedAwaitsComposeValues) { EXPECT_EQ(ringo::block_on(add(20, 22)), 42); }
+
+TEST(Task, ExceptionPropagatesThroughAwait) {
+    auto outer = []() -> Task<std::string> {
+        try {
+            co_await thrower();
+        } catch (const std::runtime_error& e) {
+            co_return std::string("caught ") + e.what();
+        }
+        co_return "not caught";
+    };
+    EXPECT_EQ(ringo::block_on(outer()), "caught boom");
+}
+
+TEST(Task, ExceptionPropagatesOutOfBlockOn) { EXPECT_THROW(ringo::block_on(thrower()), std::runtime_error); }
+
+TEST(Task, IsLazy) {
+    static int ran = 0;
+    ran = 0;
+    auto t = []() -> Task<void> {
+        ++ran;
+        co_return;
+    }();
+    EXPECT_EQ(ran, 0);
+    ringo::block_on(std::move(t));
+    EXPECT_EQ(ran, 1);
+}
+
+TEST(Task, MoveOnlyResult) {
+    auto t = []() -> Task<std::unique_ptr<int>> { co_return std::make_unique<int>(5); };
+    auto p = ringo::block_on(t());
+    ASSERT_TRUE(p);
+    EXPECT_EQ(*p, 5);
+}
+
+struct NoDefault {
+    explicit NoDefault(int v) : v(v) {}
+    int v;
+};
+
+TEST(Task, NonDefaultConstructibleResult) {
+    auto t = []() -> Task<NoDefault> { co_return NoDefault{3}; };
+    EXPECT_EQ(ringo::block_on(t()).v, 3);
+}
+
+TEST(Task, DeepRecursionBySymmetricTransfer) {
+    // 100000 nested awaits of ready tasks must not overflow the stack.
+    struct R {
+        static Task<int> depth(int n) {
+            if (n == 0)
+                co_return 0;
+            co_return 1 + co_await depth(n - 1);
+        }
+    };
+    EXPECT_EQ(ringo::block_on(R::depth(100000)), 100000);
+}
+
+TEST(Task, AwaitingEmptyTaskThrows) {
+    auto t = []() -> Task<int> {
+        Task<int> empty;
+        co_return co_await empty;
+    };
+    EXPECT_THROW(ringo::block_on(t()), std::logic_error);
+}
+
+TEST(Spawn, SpawnAndJoin) {
+    auto t = []() -> Task<int> {
+        auto h = ringo::spawn(value(21));
+        co_return co_await h * 2;
+    };
+    EXPECT_EQ(ringo::block_on(t()), 42);
+}
+
+TEST(Spawn, SpawnedTasksRunConcurrentlyInFifoOrder) {
+    auto t = []() -> Task<std::string> {
+        std::string log;
+        auto worker = [](std::string& out, char c) -> Task<void> {
+            for (int i = 0; i < 3; ++i) {
+                out += c;
+                co_await ringo::yield();
+            }
+        };
+        auto a = ringo::spawn(worker(log, 'a'));
+        auto b = ringo::spawn(worker(log, 'b'));
+        co_await a;
+        co_await b;
+        co_return log;
+    };
+    EXPECT_EQ(ringo::block_on(t()), "ababab");
+}
+
+TEST(Spawn, JoinAfterCompletion) {
+    auto t = []() -> Task<int> {
+        auto h = ringo::spawn(value(9));
+        for (int i = 0; i < 5; ++i)
+            co_await ringo::yield();
+        EXPECT_TRUE(h.is_finished());
+        co_return co_await h;
+    };
+    EXPECT_EQ(ringo::block_on(t()), 9);
+}
+
+TEST(Spawn, ExceptionRethrownAtJoin) {
+    auto t = []() -> Task<int> {
+        auto h = ringo::spawn(thrower());
+        co_return co_await h;
+    };
+    EXPECT_THROW(ringo::block_on(t()), std::runtime_error);
+}
+
+TEST(Spawn, AwaitingTwiceThrowsLogicError) {
+    auto t = []() -> Task<int> {
+        auto h = ringo::spawn(value(1));
+        int a = co_await h;
+        try {
+            co_await h;
+        } catch (const std::logic_error&) {
+            co_return a + 100;
+        }
+        co_return -1;
+    };
+    EXPECT_EQ(ringo::block_on(t()), 101);
+}
+
+std::atomic<int> g_detached_reports{0};
+void count_report(std::exception_ptr) { ++g_detached_reports; }
+
+TEST(Spawn, DetachedTaskRunsToCompletion) {
+    static int finished = 0;
+    finished = 0;
+    auto job = []() -> Task<void> {
+        co_await ringo::yield();
+        ++finished;
+    };
+    auto t = [](decltype(job)& j) -> Task<void> {
+        ringo::spawn(j()).detach();
+        { auto dropped = ringo::spawn(j()); } // dropping the handle detaches
+        for (int i = 0; i < 4; ++i)
+            co_await ringo::yield();
+    };
+    ringo::block_on(t(job));
+    EXPECT_EQ(finished, 2);
+}
+
+TEST(Spawn, DetachedExceptionIsReportedNotFatal) {
+    g_detached_reports = 0;
+    Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
+    auto t = []() -> Task<void> {
+        ringo::spawn(thrower()).detach();
+        co_await ringo::yield();
+        co_await ringo::yield();
+    };
+    rt.block_on(t());
+    EXPECT_EQ(g_detached_reports.load(), 1);
+    EXPECT_EQ(rt.stats().detached_exceptions, 1u);
+}
+
+TEST(Spawn, SpawnOutsideRuntimeThrows) { EXPECT_THROW((void)ringo::spawn(value(1)), std::logic_error); }
+
+TEST(Spawn, JoinFromTheOwningRuntimeThrowsInsteadOfDeadlocking) {
+    auto t = []() -> Task<bool> {
+        auto h = ringo::spawn(value(1));
+        try {
+            (void)h.join();
+        } catch (const std::logic_error&) {
+            co_return true;
+        }
+        co_return false;
+    };
+    EXPECT_TRUE(ringo::block_on(t()));
+}
+
+// A runtime driven by its own thread until `stop` is set.
+struct Background {
+    std::atomic<bool> stop{false};
+    std::atomic<Runtime*> rt{nullptr};
+    std::thread th;
+    Background() {
+        th = std::thread([this] {
+            Runtime r;
+            rt = &r;
+            r.block_on([](std::atomic<bool>& s) -> Task<void> {
+                while (!s.load())
+                    co_await ringo::op::timeout(std::chrono::microseconds(200));
+            }(stop));
+            rt = nullptr;
+        });
+        while (!rt.load())
+            std::this_thread::yield();
+    }
+    ~Background() {
+        stop = true;
+        th.join();
+    }
+};
+
+TEST(Spawn, SpawnOnAnotherRuntimeAndJoinFromPlainThread) {
+    Background bg;
+    auto h = ringo::spawn(*bg.rt.load(), []() -> Task<std::thread::id> {
+        co_await ringo::yield();
+        co_return std::this_thread::get_id();
+    }());
+    std::thread::id ran_on = h.join();
+    EXPECT_EQ(ran_on, bg.th.get_id());
+}
+
+TEST(Spawn, AwaitHandleOfTaskOnAnotherRuntime) {
+    Background bg;
+    Runtime* remote = bg.rt.load();
+    auto t = [](Runtime* r) -> Task<bool> {
+        auto h = ringo::spawn(*r, []() -> Task<std::thread::id> {
+            co_await ringo::op::timeout(std::chrono::milliseconds(2));
+            co_return std::this_thread::get_id();
+        }());
+        std::thread::id id = co_await h;
+        co_return id != std::this_thread::get_id();
+    };
+    EXPECT_TRUE(ringo::block_on(t(remote)));
+}
+
+TEST(Spawn, ManyCrossThreadSpawnsAllComplete) {
+    Background bg;
+    Runtime* remote = bg.rt.load();
+    auto t = [](Runtime* r) -> Task<long> {
+        std::vector<JoinHandle<int>> hs;
+        for (int i = 0; i < 2000; ++i)
+            hs.push_back(ringo::spawn(*r, value(i)));
+        long sum = 0;
+        for (auto& h : hs)
+            sum += co_await h;
+        co_return sum;
+    };
+    EXPECT_EQ(ringo::block_on(t(remote)), 1999L * 2000 / 2);
+}
+
+} // namespace
