@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -184,6 +183,7 @@ Ring::Ring(const RingParams& params) {
             enter_fd_ = ring_.enter_ring_fd;
         }
     }
+    enter_flags_ = (registered_ ? compat::enter::registered_ring : 0u) | (iopoll_ ? compat::enter::getevents : 0u);
 
     // Opcode probe, read once.
     if (io_uring_probe* pr = io_uring_get_probe_ring(&ring_)) {
@@ -198,53 +198,46 @@ Ring::Ring(const RingParams& params) {
 
 Ring::~Ring() { io_uring_queue_exit(&ring_); }
 
-int Ring::submit(unsigned wait_nr, bool get_events) noexcept {
-    // Publish the SQEs gathered since the last submit.
-    unsigned tail = ring_.sq.sqe_tail;
-    unsigned to_submit = tail - ring_.sq.sqe_head;
-    if (to_submit) {
-        ring_.sq.sqe_head = tail;
-        __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
-    }
-    unsigned flags = 0;
-    if (sqpoll_) {
-        // The kernel thread consumes the SQ; enter only to wake it or to wait.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        unsigned kf = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
-        if (kf & compat::sq_need_wakeup)
-            flags |= compat::enter::sq_wakeup;
-        if (kf & compat::sq_cq_overflow)
-            get_events = true;
-        sqes_submitted_ += to_submit;
-        if (wait_nr == 0 && !get_events && !(flags & compat::enter::sq_wakeup))
-            return static_cast<int>(to_submit);
-        to_submit = 0; // the SQ thread submits; enter() only wakes it or waits
-    } else if (to_submit == 0 && wait_nr == 0 && !get_events && !iopoll_ && !needs_enter()) {
-        return 0;
-    }
-    if (wait_nr || get_events || iopoll_)
-        flags |= compat::enter::getevents;
-    if (registered_)
-        flags |= compat::enter::registered_ring;
-    ++enters_;
-    long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, nullptr, _NSIG / 8);
+long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
+    long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, nullptr, 0);
+    return r < 0 ? -errno : r;
+}
+
+int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
     if (r < 0) {
-        int err = errno;
-        // Nothing was consumed: take the SQEs back so they go with the next call.
-        if (!sqpoll_ && to_submit) {
-            ring_.sq.sqe_head -= to_submit;
-        }
-        return -err;
+        // Nothing was consumed: the SQEs stay published and go with the next call.
+        ring_.sq.sqe_head -= to_submit;
+        return static_cast<int>(r);
     }
-    if (!sqpoll_) {
-        unsigned consumed = static_cast<unsigned>(r);
-        sqes_submitted_ += consumed;
-        // The kernel may stop early (for example on -EBUSY back-pressure); what it did not
-        // consume stays published in the SQ and is counted as pending again.
-        if (consumed < to_submit)
-            ring_.sq.sqe_head -= (to_submit - consumed);
-    }
+    // The kernel stopped early (back-pressure, or an SQE it could not even read);
+    // what it did not consume stays published and counts as pending again.
+    unsigned consumed = static_cast<unsigned>(r);
+    sqes_submitted_ += consumed;
+    ring_.sq.sqe_head -= (to_submit - consumed);
     return static_cast<int>(r);
+}
+
+int Ring::submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept {
+    if (to_submit) {
+        ring_.sq.sqe_head = ring_.sq.sqe_tail;
+        __atomic_store_n(ring_.sq.ktail, ring_.sq.sqe_tail, __ATOMIC_RELEASE);
+        sqes_submitted_ += to_submit;
+    }
+    // The kernel thread consumes the SQ; enter only to wake it or to wait.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    unsigned kf = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
+    unsigned flags = enter_flags_;
+    if (kf & compat::sq_need_wakeup)
+        flags |= compat::enter::sq_wakeup;
+    if (kf & compat::sq_cq_overflow)
+        get_events = true;
+    if (wait_nr == 0 && !get_events && !(flags & compat::enter::sq_wakeup))
+        return static_cast<int>(to_submit);
+    if (wait_nr || get_events)
+        flags |= compat::enter::getevents;
+    ++enters_;
+    long r = sys_enter(0, wait_nr, flags);
+    return r < 0 ? static_cast<int>(r) : static_cast<int>(to_submit);
 }
 
 } // namespace ringo::uring

@@ -196,27 +196,28 @@ io_uring_sqe* Runtime::get_sqe_slow() {
         ++backpressure_;
         // Back-pressure: make room in the CQ, deferring the resumptions.
         ring_.submit(0, true);
-        ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) {
-            ++cqes_;
-            if ((ud & detail::tag_mask) == 0) {
-                if (auto* op = reinterpret_cast<detail::OpState*>(ud)) {
-                    --in_flight_;
-                    op->res = res;
-                    op->cqe_flags = fl;
-                    ready_.push(op->h);
-                }
-            } else {
-                auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
-                c->fn(c, res, fl);
-            }
-        });
+        reap_without_resuming();
     }
 }
 
-void Runtime::submit_or_throw(unsigned wait_nr, bool get_events) {
-    int r = ring_.submit(wait_nr, get_events);
-    if (r >= 0) [[likely]]
-        return;
+void Runtime::reap_without_resuming() {
+    cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) {
+        if ((ud & detail::tag_mask) == 0) {
+            if (auto* op = reinterpret_cast<detail::OpState*>(ud)) {
+                --in_flight_;
+                op->res = res;
+                op->cqe_flags = fl;
+                if (!discard_)
+                    ready_.push(op->h);
+            }
+        } else {
+            auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
+            c->fn(c, res, fl);
+        }
+    });
+}
+
+void Runtime::handle_submit_error(int r) {
     switch (-r) {
     case EINTR:
     case ETIME:
@@ -232,10 +233,6 @@ void Runtime::submit_or_throw(unsigned wait_nr, bool get_events) {
     default:
         throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed");
     }
-}
-
-void Runtime::reap() {
-    cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
 }
 
 void Runtime::run_ready() {
@@ -267,7 +264,8 @@ void Runtime::run(std::coroutine_handle<> root) {
 
     ready_.push(root);
     for (;;) {
-        run_ready();
+        if (!ready_.empty())
+            run_ready();
         if (root.done())
             return;
         if (ready_.empty()) {
@@ -276,8 +274,6 @@ void Runtime::run(std::coroutine_handle<> root) {
             submit_or_throw(0, in_flight_ != 0);
         }
         reap();
-        if (root.done())
-            return;
     }
 }
 
@@ -297,7 +293,7 @@ void Runtime::shutdown() {
             std::fprintf(stderr, "ringo: io_uring_enter failed during shutdown: %s\n", std::strerror(-r));
             break;
         }
-        reap();
+        reap_without_resuming();
     }
     drain_remote();
     // 2. Destroy the frames of detached tasks. Destroying one may detach others (its

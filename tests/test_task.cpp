@@ -72,7 +72,14 @@ TEST(Task, NonDefaultConstructibleResult) {
 }
 
 TEST(Task, DeepRecursionBySymmetricTransfer) {
-    // 100000 nested awaits of ready tasks must not overflow the stack.
+    // Nested awaits hand control over by symmetric transfer, which optimized builds turn
+    // into tail calls: 100000 levels must not overflow the stack. Unoptimized builds make
+    // no such promise, so they check a depth an ordinary stack holds.
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__)
+    constexpr int depth = 100000;
+#else
+    constexpr int depth = 2000;
+#endif
     struct R {
         static Task<int> depth(int n) {
             if (n == 0)
@@ -80,7 +87,7 @@ TEST(Task, DeepRecursionBySymmetricTransfer) {
             co_return 1 + co_await depth(n - 1);
         }
     };
-    EXPECT_EQ(ringo::block_on(R::depth(100000)), 100000);
+    EXPECT_EQ(ringo::block_on(R::depth(depth)), depth);
 }
 
 TEST(Task, AwaitingEmptyTaskThrows) {

@@ -162,7 +162,11 @@ public:
 private:
     void run(std::coroutine_handle<> root);
     void run_ready();
-    void reap();
+    void reap() {
+        cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
+    }
+    void reap_without_resuming();
+    void handle_submit_error(int r);
     void dispatch(std::uint64_t ud, int res, std::uint32_t flags) {
         if ((ud & detail::tag_mask) == 0) [[likely]] {
             auto* op = reinterpret_cast<detail::OpState*>(ud);
@@ -172,8 +176,6 @@ private:
             op->res = res;
             op->cqe_flags = flags;
             ++resumptions_;
-            if (discard_) [[unlikely]]
-                return;
             op->h.resume();
         } else {
             auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
@@ -181,7 +183,11 @@ private:
         }
     }
     io_uring_sqe* get_sqe_slow();
-    void submit_or_throw(unsigned wait_nr, bool get_events);
+    void submit_or_throw(unsigned wait_nr, bool get_events) {
+        int r = ring_.submit(wait_nr, get_events);
+        if (r < 0) [[unlikely]]
+            handle_submit_error(r);
+    }
     void arm_wake();
     static void on_wake(detail::Completion* c, int res, std::uint32_t flags);
     void drain_remote();

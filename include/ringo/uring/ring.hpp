@@ -45,7 +45,8 @@ public:
     /// The SQE is not cleared: liburing's prep helpers set every field they use;
     /// raw preparations call clear() first.
     io_uring_sqe* get_sqe() noexcept {
-        unsigned head = sqpoll_ ? __atomic_load_n(ring_.sq.khead, __ATOMIC_ACQUIRE) : *ring_.sq.khead;
+        // Acquire: with SQPOLL the kernel thread moves the head (a plain load on x86).
+        unsigned head = __atomic_load_n(ring_.sq.khead, __ATOMIC_ACQUIRE);
         unsigned tail = ring_.sq.sqe_tail;
         if (tail - head >= ring_.sq.ring_entries) [[unlikely]]
             return nullptr;
@@ -60,30 +61,43 @@ public:
     /// `wait_nr` completions, or to run deferred task work when `get_events`.
     /// Returns the number of SQEs the kernel consumed, or -errno (EBUSY/EAGAIN mean the
     /// CQ is full: reap and retry; EINTR when a wait was interrupted).
-    int submit(unsigned wait_nr, bool get_events) noexcept;
+    int submit(unsigned wait_nr, bool get_events) noexcept {
+        unsigned tail = ring_.sq.sqe_tail;
+        unsigned to_submit = tail - ring_.sq.sqe_head;
+        if (sqpoll_) [[unlikely]]
+            return submit_sqpoll(to_submit, wait_nr, get_events);
+        if (to_submit) {
+            ring_.sq.sqe_head = tail;
+            __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
+        } else if (!wait_nr && !get_events && !iopoll_ && !needs_enter()) {
+            return 0;
+        }
+        unsigned flags = enter_flags_ | ((wait_nr | unsigned(get_events)) ? compat::enter::getevents : 0u);
+        ++enters_;
+        long r = sys_enter(to_submit, wait_nr, flags);
+        if (static_cast<unsigned long>(r) != to_submit) [[unlikely]]
+            return submit_shortfall(r, to_submit);
+        sqes_submitted_ += to_submit;
+        return static_cast<int>(r);
+    }
 
     /// Calls f(user_data, res, flags) for each available CQE, advancing the CQ head before
     /// each call (so f may submit and even reap). Returns the number of CQEs seen.
     template <class F>
     unsigned reap(F&& f) {
-        unsigned n = 0;
         unsigned head = *ring_.cq.khead;
-        for (;;) {
-            unsigned tail = __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE);
-            if (head == tail)
-                return n;
-            do {
-                const io_uring_cqe* cqe = &ring_.cq.cqes[(head & ring_.cq.ring_mask) << cqe_shift_];
-                std::uint64_t ud = cqe->user_data;
-                int res = cqe->res;
-                std::uint32_t fl = cqe->flags;
-                ++head;
-                __atomic_store_n(ring_.cq.khead, head, __ATOMIC_RELEASE);
-                ++n;
-                f(ud, res, fl);
-                head = *ring_.cq.khead; // f may have reaped further
-            } while (static_cast<int>(tail - head) > 0);
+        unsigned tail = __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE);
+        unsigned n = tail - head;
+        while (static_cast<int>(tail - head) > 0) {
+            const io_uring_cqe* cqe = &ring_.cq.cqes[(head & ring_.cq.ring_mask) << cqe_shift_];
+            std::uint64_t ud = cqe->user_data;
+            int res = cqe->res;
+            std::uint32_t fl = cqe->flags;
+            __atomic_store_n(ring_.cq.khead, ++head, __ATOMIC_RELEASE);
+            f(ud, res, fl);
+            head = *ring_.cq.khead; // f may have reaped further
         }
+        return n;
     }
 
     /// True when the kernel has CQEs waiting in its overflow list or deferred task work.
@@ -126,6 +140,27 @@ private:
     unsigned degradations_ = 0;
     std::uint64_t enters_ = 0;
     std::uint64_t sqes_submitted_ = 0;
+    unsigned enter_flags_ = 0; // REGISTERED_RING, and GETEVENTS under IOPOLL
+
+    long sys_enter(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
+#if defined(__x86_64__)
+        long ret;
+        register long r10 __asm__("r10") = flags;
+        register long r8 __asm__("r8") = 0;
+        register long r9 __asm__("r9") = 0;
+        __asm__ volatile("syscall"
+                         : "=a"(ret)
+                         : "0"(426L), "D"(static_cast<long>(enter_fd_)), "S"(static_cast<long>(to_submit)),
+                           "d"(static_cast<long>(wait_nr)), "r"(r10), "r"(r8), "r"(r9)
+                         : "rcx", "r11", "memory");
+        return ret;
+#else
+        return sys_enter_generic(to_submit, wait_nr, flags);
+#endif
+    }
+    long sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept;
+    int submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;
+    int submit_shortfall(long r, unsigned to_submit) noexcept;
 };
 
 /// Human-readable names of IORING_SETUP_* bits, e.g. "SINGLE_ISSUER|DEFER_TASKRUN".
