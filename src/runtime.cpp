@@ -12,6 +12,31 @@ namespace ringo {
 namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
+constinit thread_local FramePool t_frame_pool{};
+constinit thread_local std::uint64_t t_frames_allocated = 0;
+
+namespace {
+// Returns this thread's cached frames to the heap when the thread ends.
+struct FramePoolCleanup {
+    ~FramePoolCleanup() {
+        FramePool& p = t_frame_pool;
+        for (std::size_t c = 0; c < FramePool::classes; ++c) {
+            while (FramePool::Node* f = p.heads[c]) {
+                p.heads[c] = f->next;
+                ::operator delete(f, (c + 1) * FramePool::granule);
+            }
+            p.counts[c] = 0;
+        }
+        p.cleanup_registered = false;
+    }
+};
+} // namespace
+
+void frame_pool_register_cleanup() noexcept {
+    static thread_local FramePoolCleanup cleanup;
+    (void)&cleanup;
+    t_frame_pool.cleanup_registered = true;
+}
 
 void RunQueue::grow() {
     std::size_t cap = mask_ + 1;
@@ -112,25 +137,6 @@ RuntimeStats Runtime::stats() const noexcept {
     s.backpressure_events = backpressure_;
     s.ops_in_flight = in_flight_;
     return s;
-}
-
-void Runtime::register_task(detail::PromiseBase& p) noexcept {
-    ++tasks_spawned_;
-    p.prev_ = nullptr;
-    p.next_ = tasks_;
-    if (tasks_)
-        tasks_->prev_ = &p;
-    tasks_ = &p;
-}
-
-void Runtime::unregister_task(detail::PromiseBase& p) noexcept {
-    if (p.prev_)
-        p.prev_->next_ = p.next_;
-    else if (tasks_ == &p)
-        tasks_ = p.next_;
-    if (p.next_)
-        p.next_->prev_ = p.prev_;
-    p.prev_ = p.next_ = nullptr;
 }
 
 void Runtime::arm_wake() {
@@ -236,14 +242,14 @@ void Runtime::handle_submit_error(int r) {
 }
 
 void Runtime::run_ready() {
-    unsigned budget = flush_interval_;
-    while (!ready_.empty()) {
+    budget_ = flush_interval_;
+    do {
+        --budget_;
         auto h = ready_.pop();
         ++resumptions_;
         h.resume();
-        if (--budget == 0)
-            return;
-    }
+    } while (budget_ != 0 && !ready_.empty());
+    budget_ = 0;
 }
 
 void Runtime::run(std::coroutine_handle<> root) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <vector>
 
 namespace {
 std::atomic<long> g_allocs{0};
@@ -49,15 +50,39 @@ TEST(Allocation, AwaitedOperationsAllocateNothing) {
 
 TEST(Allocation, SpawnAllocatesOnlyTheFrame) {
     ringo::Runtime rt;
-    long per_spawn_x1000 = rt.block_on([]() -> Task<long> {
+    struct Counts {
+        long heap;
+        std::uint64_t frames;
+    };
+    Counts c = rt.block_on([]() -> Task<Counts> {
         auto empty = []() -> Task<void> { co_return; };
-        co_await ringo::spawn(empty()); // warm up
-        long before = g_allocs.load();
+        co_await ringo::spawn(empty()); // warm up (fills the frame cache)
+        long heap0 = g_allocs.load();
+        std::uint64_t frames0 = ringo::detail::t_frames_allocated;
         for (int i = 0; i < 1000; ++i)
             co_await ringo::spawn(empty());
-        co_return g_allocs.load() - before;
+        co_return Counts{g_allocs.load() - heap0, ringo::detail::t_frames_allocated - frames0};
     }());
-    EXPECT_EQ(per_spawn_x1000, 1000);
+    EXPECT_EQ(c.frames, 1000u); // one frame per spawn, nothing else
+    // With the per-thread frame cache the frame itself comes back from the cache.
+    EXPECT_EQ(c.heap, ringo::detail::frame_pool_enabled ? 0 : 1000);
+}
+
+TEST(Allocation, FrameCacheIsBounded) {
+    if (!ringo::detail::frame_pool_enabled)
+        GTEST_SKIP() << "frame cache disabled in sanitizer builds";
+    ringo::Runtime rt;
+    rt.block_on([]() -> Task<void> {
+        auto empty = []() -> Task<void> { co_return; };
+        std::vector<ringo::JoinHandle<void>> hs;
+        for (int i = 0; i < 5000; ++i)
+            hs.push_back(ringo::spawn(empty()));
+        for (auto& h : hs)
+            co_await h;
+        co_return;
+    }());
+    for (unsigned n : ringo::detail::t_frame_pool.counts)
+        EXPECT_LE(n, ringo::detail::FramePool::max_cached);
 }
 
 } // namespace

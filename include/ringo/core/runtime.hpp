@@ -154,8 +154,32 @@ public:
     [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
 
     // Internal: spawned-task registry and counters.
-    void register_task(detail::PromiseBase& p) noexcept;
-    void unregister_task(detail::PromiseBase& p) noexcept;
+    void register_task(detail::PromiseBase& p) noexcept {
+        ++tasks_spawned_;
+        p.prev_ = nullptr;
+        p.next_ = tasks_;
+        if (tasks_)
+            tasks_->prev_ = &p;
+        tasks_ = &p;
+    }
+    void unregister_task(detail::PromiseBase& p) noexcept {
+        if (p.prev_)
+            p.prev_->next_ = p.next_;
+        else if (tasks_ == &p)
+            tasks_ = p.next_;
+        if (p.next_)
+            p.next_->prev_ = p.prev_;
+    }
+    /// yield(): queue `h` and hand control straight to the next ready task while the
+    /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
+    std::coroutine_handle<> yield_to_next(std::coroutine_handle<> h) {
+        ready_.push(h);
+        if (budget_ == 0) [[unlikely]]
+            return std::noop_coroutine();
+        --budget_;
+        ++resumptions_;
+        return ready_.pop();
+    }
     void count_spawn() noexcept { ++tasks_spawned_; }
     void count_detached_exception() noexcept { ++detached_exceptions_; }
 
@@ -198,6 +222,7 @@ private:
     detail::RunQueue ready_;
     std::uint32_t in_flight_ = 0;
     unsigned flush_interval_;
+    unsigned budget_ = 0; // resumptions left before the loop flushes I/O
     bool running_ = false;
     bool discard_ = false;
     bool wants_events_; // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
@@ -358,8 +383,13 @@ JoinHandle<T> spawn(Task<T> task) {
 
 /// Lets the other ready tasks run; resumes after them. Outside a runtime it does nothing.
 struct YieldAwaiter {
-    bool await_ready() const noexcept { return detail::t_current == nullptr; }
-    void await_suspend(std::coroutine_handle<> h) const { detail::t_current->schedule(h); }
+    bool await_ready() const noexcept { return false; }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const {
+        Runtime* rt = detail::t_current;
+        if (!rt) [[unlikely]]
+            return h;
+        return rt->yield_to_next(h);
+    }
     void await_resume() const noexcept {}
 };
 [[nodiscard]] inline YieldAwaiter yield() noexcept { return {}; }

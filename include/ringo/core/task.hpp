@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <utility>
 
+#include <ringo/core/frame_pool.hpp>
+
 namespace ringo {
 
 class Runtime;
@@ -45,6 +47,9 @@ struct PromiseBase {
     void* frame_ = nullptr;
 
     void unhandled_exception() noexcept { exc_ = std::current_exception(); }
+
+    static void* operator new(std::size_t n) { return allocate_frame(n); }
+    static void operator delete(void* p, std::size_t n) noexcept { free_frame(p, n); }
     std::suspend_always initial_suspend() const noexcept { return {}; }
 
     struct FinalAwaiter {
