@@ -23,7 +23,7 @@ struct FramePoolCleanup {
         for (std::size_t c = 0; c < FramePool::classes; ++c) {
             while (FramePool::Node* f = p.heads[c]) {
                 p.heads[c] = f->next;
-                ::operator delete(f, (c + 1) * FramePool::granule);
+                ::operator delete(f);
             }
             p.counts[c] = 0;
         }

@@ -75,11 +75,11 @@ inline void free_frame(void* ptr, std::size_t n) noexcept {
             ++p.counts[c];
             return;
         }
-        ::operator delete(ptr, (c + 1) * FramePool::granule);
+        ::operator delete(ptr);
         return;
     }
 #endif
-    ::operator delete(ptr, n);
+    ::operator delete(ptr);
 }
 
 } // namespace ringo::detail

@@ -60,6 +60,12 @@ public:
     std::coroutine_handle<> pop() noexcept {
         return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]);
     }
+    /// Pops the front and pushes `h` at the back (no growth needed). Queue must not be empty.
+    std::coroutine_handle<> rotate(std::coroutine_handle<> h) noexcept {
+        void* next = buf_[head_++ & mask_];
+        buf_[tail_++ & mask_] = h.address();
+        return std::coroutine_handle<>::from_address(next);
+    }
 
 private:
     void grow();
@@ -173,12 +179,15 @@ public:
     /// yield(): queue `h` and hand control straight to the next ready task while the
     /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
     std::coroutine_handle<> yield_to_next(std::coroutine_handle<> h) {
-        ready_.push(h);
-        if (budget_ == 0) [[unlikely]]
+        if (budget_ == 0) [[unlikely]] {
+            ready_.push(h);
             return std::noop_coroutine();
+        }
         --budget_;
         ++resumptions_;
-        return ready_.pop();
+        if (ready_.empty())
+            return h;
+        return ready_.rotate(h);
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
     void count_detached_exception() noexcept { ++detached_exceptions_; }
