@@ -28,8 +28,8 @@ extern constinit thread_local Runtime* t_current;
 /// clear) is the SQE's user_data; the CQE's result lands in `res` and resumes `h`.
 struct OpState {
     std::coroutine_handle<> h{};
-    int res = 0;
-    std::uint32_t cqe_flags = 0;
+    int res;                  // set by the completion (or by await_suspend on early errors)
+    std::uint32_t cqe_flags;  // set by the completion
 };
 
 /// A completion that is not a plain coroutine resumption (internal wake-ups, multishot

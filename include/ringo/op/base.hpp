@@ -34,15 +34,18 @@ public:
         Runtime* rt = detail::t_current;
         if (!rt) [[unlikely]] {
             res = -ENXIO;
+            cqe_flags = 0;
             return false;
         }
         if (!rt->supports(Derived::opcode)) [[unlikely]] {
             res = -EOPNOTSUPP;
+            cqe_flags = 0;
             return false;
         }
         io_uring_sqe* sqe = rt->get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
-        sqe->flags |= sqe_flags_;
+        if (sqe_flags_) [[unlikely]]
+            sqe->flags |= sqe_flags_;
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
         rt->op_started();
