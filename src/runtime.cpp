@@ -122,6 +122,7 @@ Runtime::Runtime(const RuntimeOptions& options)
 
 Runtime::~Runtime() {
     shutdown();
+    std::lock_guard lk(remote_m_); // no poster is still writing the eventfd
     if (wake_fd_ >= 0)
         ::close(wake_fd_);
 }
@@ -149,7 +150,6 @@ void Runtime::arm_wake() {
 void Runtime::on_wake(detail::Completion* c, int res, std::uint32_t) {
     Runtime* rt = static_cast<WakeCompletion*>(c)->rt;
     rt->wake_armed_ = false;
-    rt->wake_pending_.store(false, std::memory_order_seq_cst);
     rt->drain_remote();
     if (res != -ECANCELED && !rt->discard_)
         rt->arm_wake();
@@ -158,6 +158,7 @@ void Runtime::on_wake(detail::Completion* c, int res, std::uint32_t) {
 void Runtime::drain_remote() {
     {
         std::lock_guard lk(remote_m_);
+        wake_pending_ = false;
         remote_swap_.swap(remote_);
     }
     for (const RemoteItem& it : remote_swap_) {
@@ -168,23 +169,18 @@ void Runtime::drain_remote() {
     remote_swap_.clear();
 }
 
-void Runtime::post(std::coroutine_handle<> h) {
-    {
-        std::lock_guard lk(remote_m_);
-        remote_.push_back({h.address(), nullptr});
-    }
-    if (!wake_pending_.exchange(true, std::memory_order_seq_cst)) {
-        std::uint64_t one = 1;
-        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
-    }
-}
+void Runtime::post(std::coroutine_handle<> h) { post_remote({h.address(), nullptr}); }
 
-void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) {
-    {
-        std::lock_guard lk(remote_m_);
-        remote_.push_back({h.address(), &p});
-    }
-    if (!wake_pending_.exchange(true, std::memory_order_seq_cst)) {
+void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) { post_remote({h.address(), &p}); }
+
+void Runtime::post_remote(RemoteItem item) {
+    // The wake-up is written under the lock: once the item is visible the target may run
+    // it, finish, and start destroying itself, and its destructor takes this lock before
+    // it closes the eventfd.
+    std::lock_guard lk(remote_m_);
+    remote_.push_back(item);
+    if (!wake_pending_) {
+        wake_pending_ = true;
         std::uint64_t one = 1;
         [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
     }

@@ -250,7 +250,7 @@ private:
     int wake_fd_ = -1;
     std::uint64_t wake_buf_ = 0;
     bool wake_armed_ = false;
-    std::atomic<bool> wake_pending_{false};
+    bool wake_pending_ = false; // guarded by remote_m_
     std::mutex remote_m_;
     struct RemoteItem {
         void* addr;
@@ -258,6 +258,7 @@ private:
     };
     std::vector<RemoteItem> remote_;
     std::vector<RemoteItem> remote_swap_;
+    void post_remote(RemoteItem item);
 };
 
 // ---------------------------------------------------------------------------------------

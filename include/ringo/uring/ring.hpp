@@ -144,14 +144,16 @@ private:
 
     long sys_enter(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
 #if defined(__x86_64__)
+        // Everything is loaded into plain locals first: instrumentation (sanitizers) may
+        // insert calls, which must not run between the register variables and the asm.
+        long fd = enter_fd_, n = to_submit, w = wait_nr, fl = flags;
         long ret;
-        register long r10 __asm__("r10") = flags;
+        register long r10 __asm__("r10") = fl;
         register long r8 __asm__("r8") = 0;
         register long r9 __asm__("r9") = 0;
         __asm__ volatile("syscall"
                          : "=a"(ret)
-                         : "0"(426L), "D"(static_cast<long>(enter_fd_)), "S"(static_cast<long>(to_submit)),
-                           "d"(static_cast<long>(wait_nr)), "r"(r10), "r"(r8), "r"(r9)
+                         : "0"(426L), "D"(fd), "S"(n), "d"(w), "r"(r10), "r"(r8), "r"(r9)
                          : "rcx", "r11", "memory");
         return ret;
 #else
