@@ -1,0 +1,131 @@
+// ringo's storage benchmark: the same workloads, command line and JSON line as
+// bench/storage/bench_uring (see bench/storage/common.hpp for the conventions), written the
+// way a ringo user would: QD tasks, each awaiting one read or write at a time.
+#include <ringo/ringo.hpp>
+
+#include <system_error>
+
+#include "../storage/common.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: bench_ringo_storage MODE --file PATH --bs BYTES --qd N --seconds S [options]\n"
+    "  MODE       seqread | randread | write | randwrite | mixed\n"
+    "  --variant  buffered | direct | sqpoll | iopoll  (default buffered)\n"
+    "  --offsets  FILE of little-endian u64 offsets (random modes)\n";
+
+struct Shared {
+    const sb::Options* o;
+    sb::Workload* wl;
+    sb::Buffers* bufs;
+    sb::Stats st;
+    int fd;
+    uint64_t deadline;
+    uint64_t t_end = 0;
+    bool stopping = false;
+    bool unsupported = false;
+};
+
+ringo::Task<void> worker(Shared& s, unsigned i) {
+    while (!s.stopping) {
+        sb::NextOp op = s.wl->next();
+        uint64_t t = sb::now_ns();
+        int res = op.write ? co_await ringo::op::write(s.fd, (*s.bufs)[i], s.o->bs, op.offset)
+                           : co_await ringo::op::read(s.fd, (*s.bufs)[i], s.o->bs, op.offset);
+        uint64_t now = sb::now_ns();
+        uint64_t errs = s.st.errors;
+        s.st.complete(op.write, res, s.o->bs, now - t);
+        s.t_end = now;
+        if (s.st.errors != errs) {
+            s.stopping = true;
+            if (res == -EOPNOTSUPP)
+                s.unsupported = true;
+        }
+        if (now >= s.deadline)
+            s.stopping = true;
+    }
+}
+
+ringo::Task<void> run_all(Shared& s) {
+    std::vector<ringo::JoinHandle<void>> hs;
+    hs.reserve(s.o->qd);
+    for (unsigned i = 0; i < s.o->qd; ++i)
+        hs.push_back(ringo::spawn(worker(s, i)));
+    for (auto& h : hs)
+        co_await h;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    sb::Options o = sb::parse_options(argc, argv, kUsage, {});
+    bool direct = o.variant == "direct" || o.variant == "iopoll";
+    bool sqpoll = o.variant == "sqpoll";
+    bool iopoll = o.variant == "iopoll";
+    if (!(o.variant == "buffered" || direct || sqpoll))
+        sb::usage_exit(kUsage, "unknown --variant '%s' (registered files and buffers come with the operations issue)",
+                       o.variant.c_str());
+    sb::Result r;
+    r.impl = "ringo";
+    r.variant = o.variant;
+
+    int fd = open(o.file.c_str(), (o.reads_only() ? O_RDONLY : O_RDWR) | (direct ? O_DIRECT : 0));
+    if (fd < 0) {
+        int e = errno;
+        if (direct && e == EINVAL)
+            return sb::fail_before_io(o, r, "O_DIRECT open of " + o.file + " failed: EINVAL", true);
+        if (e == ENOENT || e == EACCES || e == EISDIR)
+            sb::usage_exit(kUsage, "cannot open '%s': %s", o.file.c_str(), std::strerror(e));
+        return sb::fail_before_io(o, r, sb::errno_text(("open " + o.file).c_str(), e), false);
+    }
+    int64_t fsize = sb::file_size(fd);
+    if (fsize < 0)
+        return sb::fail_before_io(o, r, sb::errno_text("fstat", int(-fsize)), false);
+    sb::Workload wl;
+    if (auto msg = wl.init(o, fsize); !msg.empty())
+        sb::usage_exit(kUsage, "%s", msg.c_str());
+    sb::Buffers bufs;
+    if (!bufs.allocate(o.qd, o.bs))
+        return sb::fail_before_io(o, r, "buffer allocation failed", false);
+
+    unsigned entries = 1;
+    while (entries < 2 * o.qd)
+        entries <<= 1;
+    ringo::RuntimeOptions opts;
+    opts.sq_entries(entries);
+    if (sqpoll)
+        opts.sqpoll(true, 1000);
+    if (iopoll)
+        opts.iopoll();
+    std::unique_ptr<ringo::Runtime> rt;
+    try {
+        rt = std::make_unique<ringo::Runtime>(opts);
+    } catch (const std::exception& e) {
+        return sb::fail_before_io(o, r, e.what(), true);
+    }
+    r.extra.emplace_back("setup_flags", "\"" + ringo::uring::setup_flags_to_string(rt->setup_flags()) + "\"");
+
+    Shared s;
+    s.o = &o;
+    s.wl = &wl;
+    s.bufs = &bufs;
+    s.fd = fd;
+    auto enters0 = rt->stats().enters;
+    double cpu0 = sb::cpu_seconds_now();
+    uint64_t t0 = sb::now_ns();
+    s.deadline = t0 + uint64_t(o.seconds * 1e9);
+    s.t_end = t0;
+    rt->block_on(run_all(s));
+    r.seconds = double(s.t_end - t0) * 1e-9;
+    r.cpu_seconds = sb::cpu_seconds_now() - cpu0;
+    s.st.syscalls = rt->stats().enters - enters0;
+    if (s.unsupported) {
+        r.unsupported = true;
+        r.error = "unsupported: IOPOLL reads fail with EOPNOTSUPP (the device has no poll queues)";
+    }
+    rt.reset();
+    close(fd);
+    sb::print_result(o, s.st, r);
+    return (r.error.empty() && s.st.errors == 0) ? 0 : 1;
+}
