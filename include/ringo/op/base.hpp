@@ -64,6 +64,30 @@ protected:
     std::uint8_t sqe_flags_ = 0;
 };
 
+/// A registered-file index (see Runtime/FileTable registration): pass `Fixed{i}` wherever an
+/// operation takes a file descriptor to use the i-th registered file (IOSQE_FIXED_FILE).
+struct Fixed {
+    unsigned index;
+};
+
+/// A file an operation works on: a plain descriptor (`int`) or a registered one (`Fixed`).
+class FileRef {
+public:
+    FileRef(int fd) noexcept : v_(fd), fixed_(false) {}                                  // NOLINT
+    FileRef(Fixed f) noexcept : v_(static_cast<int>(f.index)), fixed_(true) {}           // NOLINT
+    [[nodiscard]] int raw() const noexcept { return v_; }
+    [[nodiscard]] bool fixed() const noexcept { return fixed_; }
+    /// Marks the prepared SQE as using a registered file when this is one.
+    void apply(io_uring_sqe* s) const noexcept {
+        if (fixed_)
+            s->flags |= uring::compat::sqe_flag::fixed_file;
+    }
+
+private:
+    int v_;
+    bool fixed_;
+};
+
 /// Clears an SQE and sets the fields every operation has; for opcodes liburing 2.3 has no
 /// helper for.
 inline void prep_raw(io_uring_sqe* sqe, std::uint8_t opcode, int fd, std::uint64_t addr, std::uint32_t len,

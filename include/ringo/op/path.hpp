@@ -18,14 +18,20 @@ struct Openat : Op<Openat> {
 };
 inline Openat openat(int dfd, const char* path, int flags, mode_t mode = 0) noexcept { return {dfd, path, flags, mode}; }
 
-/// IORING_OP_CLOSE (5.6), like close(2): 0 or -errno.
+/// IORING_OP_CLOSE (5.6), like close(2): 0 or -errno. With `Fixed{i}` it empties slot i of
+/// the registered file table (5.15).
 struct Close : Op<Close> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::close;
-    explicit Close(int fd) noexcept : fd_(fd) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_close(s, fd_); }
-    int fd_;
+    explicit Close(FileRef fd) noexcept : fd_(fd) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        if (fd_.fixed())
+            io_uring_prep_close_direct(s, static_cast<unsigned>(fd_.raw())); // frees the table slot
+        else
+            io_uring_prep_close(s, fd_.raw());
+    }
+    FileRef fd_;
 };
-inline Close close(int fd) noexcept { return Close{fd}; }
+inline Close close(FileRef fd) noexcept { return Close{fd}; }
 
 /// IORING_OP_STATX (5.6), like statx(2): 0 or -errno; fills `*out`.
 struct Statx : Op<Statx> {

@@ -20,48 +20,48 @@ inline Socket socket(int domain, int type, int protocol = 0, unsigned flags = 0)
 /// await ends.
 struct Connect : Op<Connect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::connect;
-    Connect(int fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_connect(s, fd_, addr_, len_); }
-    int fd_; const sockaddr* addr_; socklen_t len_;
+    Connect(FileRef fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_connect(s, fd_.raw(), addr_, len_); fd_.apply(s); }
+    FileRef fd_; const sockaddr* addr_; socklen_t len_;
 };
-inline Connect connect(int fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
+inline Connect connect(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
 /// IORING_OP_ACCEPT (5.5), like accept4(2): the new fd or -errno. `addr`/`addrlen` may be null.
 struct Accept : Op<Accept> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::accept;
-    Accept(int fd, sockaddr* addr, socklen_t* len, int flags) noexcept : fd_(fd), addr_(addr), len_(len), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_accept(s, fd_, addr_, len_, flags_); }
-    int fd_; sockaddr* addr_; socklen_t* len_; int flags_;
+    Accept(FileRef fd, sockaddr* addr, socklen_t* len, int flags) noexcept : fd_(fd), addr_(addr), len_(len), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_accept(s, fd_.raw(), addr_, len_, flags_); fd_.apply(s); }
+    FileRef fd_; sockaddr* addr_; socklen_t* len_; int flags_;
 };
-inline Accept accept(int fd, sockaddr* addr = nullptr, socklen_t* addrlen = nullptr, int flags = 0) noexcept {
+inline Accept accept(FileRef fd, sockaddr* addr = nullptr, socklen_t* addrlen = nullptr, int flags = 0) noexcept {
     return {fd, addr, addrlen, flags};
 }
 
 /// IORING_OP_SEND (5.6), like send(2): bytes sent or -errno.
 struct Send : Op<Send> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send;
-    Send(int fd, const void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_send(s, fd_, buf_, len_, flags_); }
-    int fd_; const void* buf_; std::size_t len_; int flags_;
+    Send(FileRef fd, const void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_send(s, fd_.raw(), buf_, len_, flags_); fd_.apply(s); }
+    FileRef fd_; const void* buf_; std::size_t len_; int flags_;
 };
-inline Send send(int fd, const void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
+inline Send send(FileRef fd, const void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
 
 /// IORING_OP_RECV (5.6), like recv(2): bytes received (0 at orderly shutdown) or -errno.
 struct Recv : Op<Recv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
-    Recv(int fd, void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_recv(s, fd_, buf_, len_, flags_); }
-    int fd_; void* buf_; std::size_t len_; int flags_;
+    Recv(FileRef fd, void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_recv(s, fd_.raw(), buf_, len_, flags_); fd_.apply(s); }
+    FileRef fd_; void* buf_; std::size_t len_; int flags_;
 };
-inline Recv recv(int fd, void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
+inline Recv recv(FileRef fd, void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
 
 /// IORING_OP_SHUTDOWN (5.11), like shutdown(2): 0 or -errno.
 struct Shutdown : Op<Shutdown> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::shutdown;
-    Shutdown(int fd, int how) noexcept : fd_(fd), how_(how) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_shutdown(s, fd_, how_); }
-    int fd_, how_;
+    Shutdown(FileRef fd, int how) noexcept : fd_(fd), how_(how) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_shutdown(s, fd_.raw(), how_); fd_.apply(s); }
+    FileRef fd_; int how_;
 };
-inline Shutdown shutdown(int fd, int how) noexcept { return {fd, how}; }
+inline Shutdown shutdown(FileRef fd, int how) noexcept { return {fd, how}; }
 
 } // namespace ringo::op
