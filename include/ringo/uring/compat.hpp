@@ -174,4 +174,118 @@ inline constexpr std::uint8_t buffer_select = 1u << 5;
 inline constexpr std::uint8_t cqe_skip_success = 1u << 6;
 } // namespace sqe_flag
 
+// ---------------------------------------------------------------------------------------
+// Operation flags and SQE-field recipes used by the op:: layer (kernel ABI; the names are
+// the kernel's without the IORING_ prefix).
+
+// SQE `ioprio` flags of send/recv (IORING_RECVSEND_*) and accept (IORING_ACCEPT_*).
+namespace recvsend {
+inline constexpr std::uint16_t poll_first = 1u << 0;
+inline constexpr std::uint16_t recv_multishot = 1u << 1;
+inline constexpr std::uint16_t fixed_buf = 1u << 2;
+inline constexpr std::uint16_t send_zc_report_usage = 1u << 3; // 6.2
+inline constexpr std::uint16_t bundle = 1u << 4;               // 6.10
+} // namespace recvsend
+namespace accept_flag {
+inline constexpr std::uint16_t multishot = 1u << 0;
+inline constexpr std::uint16_t dontwait = 1u << 1;   // 6.10
+inline constexpr std::uint16_t poll_first = 1u << 2; // 6.10
+} // namespace accept_flag
+
+/// Set in a zero-copy notification's `res` when the kernel copied the data instead
+/// (IORING_NOTIF_USAGE_ZC_COPIED; only with recvsend::send_zc_report_usage).
+inline constexpr std::uint32_t notif_usage_zc_copied = 1u << 31;
+
+// poll_add / poll_remove flags (IORING_POLL_*), passed in sqe->len.
+namespace poll_flag {
+inline constexpr std::uint32_t add_multi = 1u << 0;
+inline constexpr std::uint32_t update_events = 1u << 1;
+inline constexpr std::uint32_t update_user_data = 1u << 2;
+inline constexpr std::uint32_t add_level = 1u << 3;
+} // namespace poll_flag
+
+// More timeout flags (IORING_TIMEOUT_UPDATE, IORING_LINK_TIMEOUT_UPDATE).
+inline constexpr std::uint32_t timeout_update = 1u << 1;
+inline constexpr std::uint32_t link_timeout_update = 1u << 4;
+
+// More async-cancel flags.
+inline constexpr std::uint32_t async_cancel_userdata = 1u << 4; // 6.6
+inline constexpr std::uint32_t async_cancel_op = 1u << 5;       // 6.6
+
+// IORING_OP_MSG_RING: the command in sqe->addr and the flags in sqe->msg_ring_flags.
+namespace msg_ring {
+inline constexpr std::uint64_t cmd_data = 0;    // IORING_MSG_DATA
+inline constexpr std::uint64_t cmd_send_fd = 1; // IORING_MSG_SEND_FD (6.0)
+inline constexpr std::uint32_t cqe_skip = 1u << 0;   // IORING_MSG_RING_CQE_SKIP (6.0)
+inline constexpr std::uint32_t flags_pass = 1u << 1; // IORING_MSG_RING_FLAGS_PASS (6.3)
+} // namespace msg_ring
+
+/// IORING_OP_FIXED_FD_INSTALL flag (sqe->install_fd_flags): leave O_CLOEXEC off.
+inline constexpr std::uint32_t fixed_fd_no_cloexec = 1u << 0;
+
+/// IORING_URING_CMD_FIXED: the command uses registered buffer sqe->buf_index.
+inline constexpr std::uint32_t uring_cmd_fixed = 1u << 0;
+
+/// SPLICE_F_FD_IN_FIXED: splice/tee's input fd is a registered-file index.
+inline constexpr std::uint32_t splice_f_fd_in_fixed = 1u << 31;
+
+/// CQE flags: the provided-buffer id sits above this shift when cqe_f_buffer is set.
+inline constexpr unsigned cqe_buffer_shift = 16;
+
+/// IORING_REGISTER_FILES_SKIP: an fd value that leaves a table slot unchanged on update.
+inline constexpr int register_files_skip = -2;
+
+// Socket commands of IORING_OP_URING_CMD (SOCKET_URING_OP_*, 6.7).
+namespace socket_cmd {
+inline constexpr std::uint32_t siocinq = 0;
+inline constexpr std::uint32_t siocoutq = 1;
+inline constexpr std::uint32_t getsockopt = 2;
+inline constexpr std::uint32_t setsockopt = 3;
+} // namespace socket_cmd
+
+/// BLOCK_URING_CMD_DISCARD, _IO(0x12, 0): discard a byte range of a block device (6.12).
+inline constexpr std::uint32_t block_uring_cmd_discard = 0x1200;
+
+// futex2 flags (FUTEX2_*, 6.7) for futex_wait / futex_wake / futex_waitv entries.
+namespace futex2 {
+inline constexpr std::uint32_t size_u8 = 0x00;
+inline constexpr std::uint32_t size_u16 = 0x01;
+inline constexpr std::uint32_t size_u32 = 0x02;
+inline constexpr std::uint32_t size_u64 = 0x03;
+inline constexpr std::uint32_t numa = 0x04;
+inline constexpr std::uint32_t private_ = 128;
+/// FUTEX_BITSET_MATCH_ANY: a mask that matches every waiter.
+inline constexpr std::uint64_t bitset_match_any = 0xffffffffu;
+} // namespace futex2
+
+/// SQE fields that liburing 2.3's struct io_uring_sqe does not name. Each one shares its
+/// bytes with a field 2.3 does name; these recipes write them by their kernel meaning.
+/// (Templates, so this header stays free of <liburing.h>.)
+namespace sqe_field {
+/// The per-opcode 32-bit flag word (rw_flags in 2.3): waitid_flags, futex_flags,
+/// install_fd_flags, nop_flags, pipe_flags.
+template <class Sqe>
+void op_flags(Sqe* s, std::uint32_t v) noexcept { s->rw_flags = static_cast<decltype(s->rw_flags)>(v); }
+/// Socket commands: `level` and `optname` overlay the two halves of `addr`.
+template <class Sqe>
+void sock_level_optname(Sqe* s, std::uint32_t level, std::uint32_t optname) noexcept {
+    auto* p = reinterpret_cast<unsigned char*>(&s->addr);
+    __builtin_memcpy(p, &level, sizeof level);
+    __builtin_memcpy(p + sizeof level, &optname, sizeof optname);
+}
+/// Socket commands: `optval` is `addr3`, `optlen` is `file_index`.
+template <class Sqe>
+void sock_optval(Sqe* s, std::uint64_t optval, std::uint32_t optlen) noexcept {
+    s->addr3 = optval;
+    s->file_index = optlen;
+}
+/// Operations that create a direct descriptor: slot `index` is encoded as index + 1, and
+/// file_index_alloc asks the kernel to pick a free slot. (liburing 2.3's helper turns
+/// file_index_alloc into 0, which means "not direct"; this one does not.)
+template <class Sqe>
+void target_slot(Sqe* s, std::uint32_t index) noexcept {
+    s->file_index = index == file_index_alloc ? file_index_alloc : index + 1;
+}
+} // namespace sqe_field
+
 } // namespace ringo::uring::compat
