@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <ringo/op/base.hpp>
+#include <ringo/op/common.hpp>
 
 namespace ringo::op {
 
@@ -17,6 +18,44 @@ struct Openat : Op<Openat> {
     int dfd_; const char* path_; int flags_; mode_t mode_;
 };
 inline Openat openat(int dfd, const char* path, int flags, mode_t mode = 0) noexcept { return {dfd, path, flags, mode}; }
+
+/// IORING_OP_OPENAT into the registered file table (5.15): opens `path` straight into slot
+/// `file_index` (or a free slot with op::alloc_slot) without a regular descriptor. The
+/// result is 0 for a chosen slot, the slot number with alloc_slot, or -errno (-ENFILE: no
+/// free slot, also when no table is registered and alloc_slot was asked; -ENXIO: a chosen
+/// slot without a table; -EINVAL: O_CLOEXEC, or a slot past the end of the table).
+struct OpenatDirect : Op<OpenatDirect> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::openat;
+    OpenatDirect(int dfd, const char* path, int flags, mode_t mode, unsigned slot) noexcept
+        : dfd_(dfd), path_(path), flags_(flags), mode_(mode), slot_(slot) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_openat(s, dfd_, path_, flags_, mode_);
+        uring::compat::sqe_field::target_slot(s, slot_);
+    }
+    int dfd_; const char* path_; int flags_; mode_t mode_; unsigned slot_;
+};
+inline OpenatDirect openat_direct(int dfd, const char* path, int flags, mode_t mode, unsigned file_index) noexcept {
+    return {dfd, path, flags, mode, file_index};
+}
+
+/// IORING_OP_OPENAT2 (5.6), like openat2(2): the new fd or -errno. `how` must stay valid
+/// until the await ends.
+struct Openat2 : Op<Openat2> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::openat2;
+    Openat2(int dfd, const char* path, open_how* how, unsigned slot, bool direct) noexcept
+        : dfd_(dfd), path_(path), how_(how), slot_(slot), direct_(direct) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_openat2(s, dfd_, path_, how_);
+        if (direct_)
+            uring::compat::sqe_field::target_slot(s, slot_);
+    }
+    int dfd_; const char* path_; open_how* how_; unsigned slot_; bool direct_;
+};
+inline Openat2 openat2(int dfd, const char* path, open_how* how) noexcept { return {dfd, path, how, 0, false}; }
+/// IORING_OP_OPENAT2 into the registered file table (5.15); results as openat_direct.
+inline Openat2 openat2_direct(int dfd, const char* path, open_how* how, unsigned file_index) noexcept {
+    return {dfd, path, how, file_index, true};
+}
 
 /// IORING_OP_CLOSE (5.6), like close(2): 0 or -errno. With `Fixed{i}` it empties slot i of
 /// the registered file table (5.15).
@@ -43,6 +82,57 @@ struct Statx : Op<Statx> {
 };
 inline Statx statx(int dfd, const char* path, int flags, unsigned mask, struct statx* out) noexcept {
     return {dfd, path, flags, mask, out};
+}
+
+/// IORING_OP_UNLINKAT (5.11), like unlinkat(2) (AT_REMOVEDIR removes a directory): 0 or -errno.
+struct Unlinkat : Op<Unlinkat> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::unlinkat;
+    Unlinkat(int dfd, const char* path, int flags) noexcept : dfd_(dfd), path_(path), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_unlinkat(s, dfd_, path_, flags_); }
+    int dfd_; const char* path_; int flags_;
+};
+inline Unlinkat unlinkat(int dfd, const char* path, int flags = 0) noexcept { return {dfd, path, flags}; }
+
+/// IORING_OP_RENAMEAT (5.11), like renameat2(2): 0 or -errno.
+struct Renameat : Op<Renameat> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::renameat;
+    Renameat(int odfd, const char* oldpath, int ndfd, const char* newpath, unsigned flags) noexcept
+        : odfd_(odfd), ndfd_(ndfd), old_(oldpath), new_(newpath), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_renameat(s, odfd_, old_, ndfd_, new_, flags_); }
+    int odfd_, ndfd_; const char* old_; const char* new_; unsigned flags_;
+};
+inline Renameat renameat(int olddfd, const char* oldpath, int newdfd, const char* newpath, unsigned flags = 0) noexcept {
+    return {olddfd, oldpath, newdfd, newpath, flags};
+}
+
+/// IORING_OP_MKDIRAT (5.15), like mkdirat(2): 0 or -errno.
+struct Mkdirat : Op<Mkdirat> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::mkdirat;
+    Mkdirat(int dfd, const char* path, mode_t mode) noexcept : dfd_(dfd), path_(path), mode_(mode) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_mkdirat(s, dfd_, path_, mode_); }
+    int dfd_; const char* path_; mode_t mode_;
+};
+inline Mkdirat mkdirat(int dfd, const char* path, mode_t mode) noexcept { return {dfd, path, mode}; }
+
+/// IORING_OP_SYMLINKAT (5.15), like symlinkat(2): creates `linkpath` pointing at `target`.
+struct Symlinkat : Op<Symlinkat> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::symlinkat;
+    Symlinkat(const char* target, int ndfd, const char* linkpath) noexcept : target_(target), ndfd_(ndfd), link_(linkpath) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_symlinkat(s, target_, ndfd_, link_); }
+    const char* target_; int ndfd_; const char* link_;
+};
+inline Symlinkat symlinkat(const char* target, int newdirfd, const char* linkpath) noexcept { return {target, newdirfd, linkpath}; }
+
+/// IORING_OP_LINKAT (5.15), like linkat(2): 0 or -errno.
+struct Linkat : Op<Linkat> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::linkat;
+    Linkat(int odfd, const char* oldpath, int ndfd, const char* newpath, int flags) noexcept
+        : odfd_(odfd), ndfd_(ndfd), old_(oldpath), new_(newpath), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_linkat(s, odfd_, old_, ndfd_, new_, flags_); }
+    int odfd_, ndfd_; const char* old_; const char* new_; int flags_;
+};
+inline Linkat linkat(int olddfd, const char* oldpath, int newdfd, const char* newpath, int flags = 0) noexcept {
+    return {olddfd, oldpath, newdfd, newpath, flags};
 }
 
 } // namespace ringo::op
