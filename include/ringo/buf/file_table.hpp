@@ -43,11 +43,13 @@ public:
     }
     /// Replaces slots offset..offset+n-1 with `fds` (-1 empties a slot,
     /// uring::compat::register_files_skip leaves it): the number of slots updated, or
-    /// -errno (-ENXIO: no table, -EINVAL: out of range, -EBADF: a bad fd).
+    /// -errno (-ENXIO: no table, -EINVAL: out of range, -EBADF: a bad fd; the kernel stops at
+    /// the bad entry, whose slot it has already emptied).
     [[nodiscard]] int update(unsigned offset, std::span<const int> fds) noexcept {
         return io_uring_register_files_update(&ring(), offset, fds.data(), static_cast<unsigned>(fds.size()));
     }
-    /// Restricts the slots op::alloc_slot may pick to [offset, offset+len) (6.0): 0 or -errno.
+    /// Restricts the slots op::alloc_slot may pick to [offset, offset+len) (6.0): 0 or -errno
+    /// (-EINVAL when the range passes the table's end or no table is registered).
     [[nodiscard]] int set_alloc_range(unsigned offset, unsigned len) noexcept {
         return io_uring_register_file_alloc_range(&ring(), offset, len);
     }

@@ -1,0 +1,37 @@
+// ringo/op/direct.hpp - operations on the registered file table itself.
+#pragma once
+
+#include <ringo/op/base.hpp>
+#include <ringo/op/common.hpp>
+
+namespace ringo::op {
+
+/// IORING_OP_FILES_UPDATE (5.6): like buf::FileTable::update, but asynchronous: replaces
+/// slots offset .. offset+nr-1 with `fds` (-1 empties a slot). The result is the number
+/// of slots updated, or -errno (-ENXIO: no table, -EINVAL: out of range, -EBADF: a bad
+/// fd). With `offset` = op::alloc_slot the kernel picks free slots and writes the chosen
+/// slot numbers back into `fds`.
+struct FilesUpdate : Op<FilesUpdate> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::files_update;
+    FilesUpdate(int* fds, unsigned nr, int offset) noexcept : fds_(fds), nr_(nr), offset_(offset) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_files_update(s, fds_, nr_, offset_); }
+    int* fds_; unsigned nr_; int offset_;
+};
+inline FilesUpdate files_update(int* fds, unsigned nr, unsigned offset) noexcept { return {fds, nr, static_cast<int>(offset)}; }
+
+/// IORING_OP_FIXED_FD_INSTALL (6.8): installs registered file `fd` (a Fixed) as a regular
+/// descriptor of the process: the new fd or -errno (-EBADF for a plain fd or an empty
+/// slot). O_CLOEXEC is set unless `flags` has uring::compat::fixed_fd_no_cloexec.
+struct FixedFdInstall : Op<FixedFdInstall> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::fixed_fd_install;
+    FixedFdInstall(FileRef fd, unsigned flags) noexcept : fd_(fd), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        prep_raw(s, opcode, fd_.raw(), 0, 0, 0);
+        uring::compat::sqe_field::op_flags(s, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_; unsigned flags_;
+};
+inline FixedFdInstall fixed_fd_install(FileRef fd, unsigned flags = 0) noexcept { return {fd, flags}; }
+
+} // namespace ringo::op
