@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <ringo/op/base.hpp>
+#include <ringo/op/common.hpp>
 
 namespace ringo::op {
 
@@ -15,6 +16,46 @@ struct Socket : Op<Socket> {
     int domain_, type_, protocol_; unsigned flags_;
 };
 inline Socket socket(int domain, int type, int protocol = 0, unsigned flags = 0) noexcept { return {domain, type, protocol, flags}; }
+
+/// IORING_OP_SOCKET into the registered file table (5.19): 0 for a chosen slot, the slot
+/// with op::alloc_slot, or -errno (-ENFILE: no free slot, -ENXIO: no table).
+struct SocketDirect : Op<SocketDirect> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::socket;
+    SocketDirect(int domain, int type, int protocol, unsigned slot, unsigned flags) noexcept
+        : domain_(domain), type_(type), protocol_(protocol), slot_(slot), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_socket(s, domain_, type_, protocol_, flags_);
+        uring::compat::sqe_field::target_slot(s, slot_);
+    }
+    int domain_, type_, protocol_; unsigned slot_, flags_;
+};
+inline SocketDirect socket_direct(int domain, int type, int protocol, unsigned file_index, unsigned flags = 0) noexcept {
+    return {domain, type, protocol, file_index, flags};
+}
+
+/// IORING_OP_BIND (6.11), like bind(2): 0 or -errno.
+struct Bind : Op<Bind> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::bind;
+    Bind(FileRef fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        prep_raw(s, opcode, fd_.raw(), reinterpret_cast<std::uint64_t>(addr_), 0, len_); // addr2 = addrlen
+        fd_.apply(s);
+    }
+    FileRef fd_; const sockaddr* addr_; socklen_t len_;
+};
+inline Bind bind(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
+
+/// IORING_OP_LISTEN (6.11), like listen(2): 0 or -errno.
+struct Listen : Op<Listen> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::listen;
+    Listen(FileRef fd, int backlog) noexcept : fd_(fd), backlog_(backlog) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        prep_raw(s, opcode, fd_.raw(), 0, static_cast<std::uint32_t>(backlog_), 0);
+        fd_.apply(s);
+    }
+    FileRef fd_; int backlog_;
+};
+inline Listen listen(FileRef fd, int backlog) noexcept { return {fd, backlog}; }
 
 /// IORING_OP_CONNECT (5.5), like connect(2): 0 or -errno. `addr` must stay valid until the
 /// await ends.
@@ -37,6 +78,23 @@ inline Accept accept(FileRef fd, sockaddr* addr = nullptr, socklen_t* addrlen = 
     return {fd, addr, addrlen, flags};
 }
 
+/// IORING_OP_ACCEPT into the registered file table (5.15): 0 for a chosen slot, the slot
+/// with op::alloc_slot, or -errno.
+struct AcceptDirect : Op<AcceptDirect> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::accept;
+    AcceptDirect(FileRef fd, sockaddr* addr, socklen_t* len, int flags, unsigned slot) noexcept
+        : fd_(fd), addr_(addr), len_(len), flags_(flags), slot_(slot) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_accept(s, fd_.raw(), addr_, len_, flags_);
+        uring::compat::sqe_field::target_slot(s, slot_);
+        fd_.apply(s);
+    }
+    FileRef fd_; sockaddr* addr_; socklen_t* len_; int flags_; unsigned slot_;
+};
+inline AcceptDirect accept_direct(FileRef fd, sockaddr* addr, socklen_t* addrlen, int flags, unsigned file_index) noexcept {
+    return {fd, addr, addrlen, flags, file_index};
+}
+
 /// IORING_OP_SEND (5.6), like send(2): bytes sent or -errno.
 struct Send : Op<Send> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send;
@@ -46,6 +104,32 @@ struct Send : Op<Send> {
 };
 inline Send send(FileRef fd, const void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
 
+/// IORING_OP_SEND with a destination address (6.0), like sendto(2): bytes sent or -errno.
+struct Sendto : Op<Sendto> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::send;
+    Sendto(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr, socklen_t alen) noexcept
+        : fd_(fd), buf_(buf), len_(len), flags_(flags), addr_(addr), alen_(alen) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_send(s, fd_.raw(), buf_, len_, flags_);
+        io_uring_prep_send_set_addr(s, addr_, static_cast<std::uint16_t>(alen_));
+        fd_.apply(s);
+    }
+    FileRef fd_; const void* buf_; std::size_t len_; int flags_; const sockaddr* addr_; socklen_t alen_;
+};
+inline Sendto sendto(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr, socklen_t addrlen) noexcept {
+    return {fd, buf, len, flags, addr, addrlen};
+}
+
+/// IORING_OP_SENDMSG (5.3), like sendmsg(2): bytes sent or -errno. `msg` and everything it
+/// points to must stay valid until the await ends.
+struct Sendmsg : Op<Sendmsg> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::sendmsg;
+    Sendmsg(FileRef fd, const msghdr* msg, unsigned flags) noexcept : fd_(fd), msg_(msg), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_sendmsg(s, fd_.raw(), msg_, flags_); fd_.apply(s); }
+    FileRef fd_; const msghdr* msg_; unsigned flags_;
+};
+inline Sendmsg sendmsg(FileRef fd, const msghdr* msg, unsigned flags = 0) noexcept { return {fd, msg, flags}; }
+
 /// IORING_OP_RECV (5.6), like recv(2): bytes received (0 at orderly shutdown) or -errno.
 struct Recv : Op<Recv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
@@ -54,6 +138,29 @@ struct Recv : Op<Recv> {
     FileRef fd_; void* buf_; std::size_t len_; int flags_;
 };
 inline Recv recv(FileRef fd, void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
+
+/// IORING_OP_RECV with a provided buffer (5.7): the kernel picks a buffer of group `g`;
+/// `buffer_id(op.result_flags())` names it. -ENOBUFS when the group is empty.
+struct RecvSelect : Op<RecvSelect> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
+    RecvSelect(FileRef fd, BufferGroup g, std::size_t len, int flags) noexcept : fd_(fd), g_(g), len_(len), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_recv(s, fd_.raw(), nullptr, len_, flags_);
+        raw::select_buffer(s, g_);
+        fd_.apply(s);
+    }
+    FileRef fd_; BufferGroup g_; std::size_t len_; int flags_;
+};
+inline RecvSelect recv(FileRef fd, BufferGroup g, std::size_t len, int flags = 0) noexcept { return {fd, g, len, flags}; }
+
+/// IORING_OP_RECVMSG (5.3), like recvmsg(2): bytes received or -errno; fills `*msg`.
+struct Recvmsg : Op<Recvmsg> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::recvmsg;
+    Recvmsg(FileRef fd, msghdr* msg, unsigned flags) noexcept : fd_(fd), msg_(msg), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_recvmsg(s, fd_.raw(), msg_, flags_); fd_.apply(s); }
+    FileRef fd_; msghdr* msg_; unsigned flags_;
+};
+inline Recvmsg recvmsg(FileRef fd, msghdr* msg, unsigned flags = 0) noexcept { return {fd, msg, flags}; }
 
 /// IORING_OP_SHUTDOWN (5.11), like shutdown(2): 0 or -errno.
 struct Shutdown : Op<Shutdown> {

@@ -1,0 +1,259 @@
+// op/socket.hpp: socket_direct, bind, listen, accept_direct, sendto, sendmsg, recvmsg,
+// provided-buffer recv, and every socket operation on a registered file. Real loopback
+// TCP and UDP sockets.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "op_helpers.hpp"
+
+using ringo::Runtime;
+using ringo::Task;
+using ringo::op::Fixed;
+namespace op = ringo::op;
+namespace compat = ringo::uring::compat;
+using namespace ringo_test;
+
+namespace {
+
+sockaddr_in loopback(std::uint16_t port = 0) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    return a;
+}
+const sockaddr* sa(const sockaddr_in& a) { return reinterpret_cast<const sockaddr*>(&a); }
+
+TEST(SocketOp, BindListenAcceptPlain) {
+    Runtime rt;
+    if (!rt.supports(compat::opcode::bind) || !rt.supports(compat::opcode::listen))
+        GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
+    rt.block_on([&]() -> Task<void> {
+        int s = co_await op::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC);
+        EXPECT_GE(s, 0);
+        Fd srv(s);
+        sockaddr_in a = loopback();
+        EXPECT_EQ(co_await op::bind(srv, sa(a), sizeof a), 0);
+        EXPECT_EQ(co_await op::bind(srv, sa(a), sizeof a), -EINVAL); // already bound
+        EXPECT_EQ(co_await op::listen(srv, 8), 0);
+        socklen_t len = sizeof a;
+        ::getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len);
+        Fd cli(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(co_await op::connect(cli, sa(a), sizeof a), 0);
+        sockaddr_in peer{};
+        socklen_t plen = sizeof peer;
+        Fd conn(co_await op::accept(srv, reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_CLOEXEC));
+        EXPECT_GE(conn.get(), 0);
+        EXPECT_EQ(peer.sin_addr.s_addr, htonl(INADDR_LOOPBACK));
+        EXPECT_EQ(co_await op::send(cli, "ping", 4), 4);
+        char buf[8] = {};
+        EXPECT_EQ(co_await op::recv(conn, buf, sizeof buf), 4);
+        EXPECT_EQ(std::string(buf, 4), "ping");
+    }());
+}
+
+TEST(SocketOp, BindListenErrors) {
+    Runtime rt;
+    if (!rt.supports(compat::opcode::bind))
+        GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
+    TempDir dir;
+    Fd file(::open(dir.file("f").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+    rt.block_on([&]() -> Task<void> {
+        sockaddr_in a = loopback();
+        EXPECT_EQ(co_await op::bind(closed_fd(), sa(a), sizeof a), -EBADF);
+        EXPECT_EQ(co_await op::bind(file, sa(a), sizeof a), -ENOTSOCK);
+        Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(co_await op::bind(s, static_cast<const sockaddr*>(bad_address()), sizeof a), -EFAULT);
+        EXPECT_EQ(co_await op::bind(s, sa(a), 3), -EINVAL); // address too short
+        UdpSocket u;
+        EXPECT_EQ(co_await op::listen(u.fd, 4), -EOPNOTSUPP);
+        EXPECT_EQ(co_await op::listen(file, 4), -ENOTSOCK);
+        EXPECT_EQ(co_await op::listen(closed_fd(), 4), -EBADF);
+    }());
+}
+
+TEST(SocketOp, SocketDirectBindListenAcceptDirect) {
+    Runtime rt;
+    if (!rt.supports(compat::opcode::bind))
+        GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
+    ringo::buf::FileTable files(rt);
+    ASSERT_EQ(files.register_sparse(8), 0);
+    rt.block_on([&]() -> Task<void> {
+        int ls = co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, op::alloc_slot);
+        EXPECT_GE(ls, 0);
+        Fixed lfd{static_cast<unsigned>(ls)};
+        sockaddr_in a = loopback();
+        EXPECT_EQ(co_await op::bind(lfd, sa(a), sizeof a), 0);
+        EXPECT_EQ(co_await op::listen(lfd, 8), 0);
+        // The port: install the listener as a regular fd just to ask getsockname.
+        int tmp = co_await op::fixed_fd_install(lfd);
+        EXPECT_GE(tmp, 0);
+        socklen_t len = sizeof a;
+        ::getsockname(tmp, reinterpret_cast<sockaddr*>(&a), &len);
+        ::close(tmp);
+        // A client made directly too, connected with a fixed fd.
+        EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, 5), 0);
+        EXPECT_EQ(co_await op::connect(Fixed{5}, sa(a), sizeof a), 0);
+        int cs = co_await op::accept_direct(lfd, nullptr, nullptr, 0, op::alloc_slot);
+        EXPECT_GE(cs, 0);
+        Fixed conn{static_cast<unsigned>(cs)};
+        EXPECT_EQ(co_await op::send(Fixed{5}, "fixed", 5), 5);
+        char buf[8] = {};
+        EXPECT_EQ(co_await op::recv(conn, buf, sizeof buf), 5);
+        EXPECT_EQ(std::string(buf, 5), "fixed");
+        EXPECT_EQ(co_await op::shutdown(Fixed{5}, SHUT_WR), 0);
+        EXPECT_EQ(co_await op::recv(conn, buf, sizeof buf), 0); // orderly shutdown seen
+        // Accept into a chosen slot.
+        Fd c2(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(::connect(c2, sa(a), sizeof a), 0);
+        EXPECT_EQ(co_await op::accept_direct(lfd, nullptr, nullptr, 0, 7), 0);
+        EXPECT_EQ(co_await op::send(Fixed{7}, "x", 1), 1);
+        // Errors: a slot past the table, accept on a slot that holds no socket.
+        EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, 100), -EINVAL);
+        EXPECT_EQ(co_await op::accept_direct(Fixed{3}, nullptr, nullptr, 0, op::alloc_slot), -EBADF); // empty
+        EXPECT_EQ(co_await op::accept_direct(conn, nullptr, nullptr, 0, op::alloc_slot), -EINVAL);  // not listening
+        EXPECT_EQ(co_await op::close(Fixed{5}), 0);
+    }());
+}
+
+TEST(SocketOp, SocketDirectWithoutTable) {
+    run([]() -> Task<void> {
+        EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, 0), -ENXIO);
+        EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, op::alloc_slot), -ENFILE);
+        EXPECT_EQ(co_await op::socket(12345, SOCK_STREAM), -EAFNOSUPPORT);
+    });
+}
+
+TEST(SocketOp, AcceptErrors) {
+    run([]() -> Task<void> {
+        Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(co_await op::accept(s), -EINVAL); // not listening
+        EXPECT_EQ(co_await op::accept(closed_fd()), -EBADF);
+        EXPECT_EQ(co_await op::accept(Fixed{0}), -EBADF); // no table
+        EXPECT_EQ(co_await op::accept_direct(closed_fd(), nullptr, nullptr, 0, 0), -EBADF);
+    });
+}
+
+TEST(SocketOp, SendtoUdp) {
+    UdpSocket rx, tx;
+    run([&]() -> Task<void> {
+        EXPECT_EQ(co_await op::sendto(tx.fd, "datagram", 8, 0, rx.sa(), sizeof rx.addr), 8);
+        char buf[16] = {};
+        EXPECT_EQ(co_await op::recv(rx.fd, buf, sizeof buf), 8);
+        EXPECT_EQ(std::string(buf, 8), "datagram");
+        EXPECT_EQ(co_await op::sendto(tx.fd, "x", 1, 0, rx.sa(), 3), -EINVAL);
+        EXPECT_EQ(co_await op::sendto(closed_fd(), "x", 1, 0, rx.sa(), sizeof rx.addr), -EBADF);
+        // An unconnected UDP socket needs an address.
+        EXPECT_EQ(co_await op::send(tx.fd, "x", 1), -EDESTADDRREQ);
+    });
+}
+
+TEST(SocketOp, SendtoFixedFile) {
+    Runtime rt;
+    UdpSocket rx, tx;
+    ringo::buf::FileTable files(rt);
+    int fds[2] = {tx.fd, rx.fd};
+    ASSERT_EQ(files.register_files(fds), 0);
+    rt.block_on([&]() -> Task<void> {
+        EXPECT_EQ(co_await op::sendto(Fixed{0}, "fx", 2, 0, rx.sa(), sizeof rx.addr), 2);
+        char buf[4] = {};
+        EXPECT_EQ(co_await op::recv(Fixed{1}, buf, sizeof buf), 2);
+        EXPECT_EQ(co_await op::sendto(Fixed{3}, "fx", 2, 0, rx.sa(), sizeof rx.addr), -EBADF);
+    }());
+}
+
+TEST(SocketOp, SendmsgRecvmsg) {
+    UdpSocket rx, tx;
+    run([&]() -> Task<void> {
+        char p1[] = "scatter", p2[] = "-gather";
+        iovec out[2] = {{p1, 7}, {p2, 7}};
+        msghdr m{};
+        m.msg_name = const_cast<sockaddr*>(rx.sa());
+        m.msg_namelen = sizeof rx.addr;
+        m.msg_iov = out;
+        m.msg_iovlen = 2;
+        EXPECT_EQ(co_await op::sendmsg(tx.fd, &m), 14);
+        char q1[4] = {}, q2[16] = {};
+        iovec in[2] = {{q1, 4}, {q2, 16}};
+        sockaddr_in from{};
+        msghdr r{};
+        r.msg_name = &from;
+        r.msg_namelen = sizeof from;
+        r.msg_iov = in;
+        r.msg_iovlen = 2;
+        EXPECT_EQ(co_await op::recvmsg(rx.fd, &r), 14);
+        EXPECT_EQ(std::string(q1, 4) + std::string(q2, 10), "scatter-gather");
+        EXPECT_EQ(from.sin_port, tx.addr.sin_port);
+        EXPECT_EQ(co_await op::sendmsg(tx.fd, static_cast<const msghdr*>(bad_address())), -EFAULT);
+        EXPECT_EQ(co_await op::recvmsg(closed_fd(), &r), -EBADF);
+        // MSG_DONTWAIT on an empty socket.
+        r.msg_iov = in;
+        r.msg_iovlen = 2;
+        EXPECT_EQ(co_await op::recvmsg(rx.fd, &r, MSG_DONTWAIT), -EAGAIN);
+    });
+}
+
+TEST(SocketOp, SendmsgRecvmsgFixedTcp) {
+    Runtime rt;
+    TcpPair tcp;
+    ringo::buf::FileTable files(rt);
+    int fds[2] = {tcp.client, tcp.server};
+    ASSERT_EQ(files.register_files(fds), 0);
+    rt.block_on([&]() -> Task<void> {
+        char p[] = "tcp msg";
+        iovec out[1] = {{p, 7}};
+        msghdr m{};
+        m.msg_iov = out;
+        m.msg_iovlen = 1;
+        EXPECT_EQ(co_await op::sendmsg(Fixed{0}, &m), 7);
+        char q[8] = {};
+        iovec in[1] = {{q, 8}};
+        msghdr r{};
+        r.msg_iov = in;
+        r.msg_iovlen = 1;
+        EXPECT_EQ(co_await op::recvmsg(Fixed{1}, &r), 7);
+        EXPECT_EQ(std::string(q, 7), "tcp msg");
+    }());
+}
+
+TEST(SocketOp, RecvWithProvidedBuffers) {
+    TcpPair tcp;
+    static char pool[2][32];
+    run([&]() -> Task<void> {
+        op::BufferGroup g{3};
+        EXPECT_EQ(co_await op::provide_buffers(pool, 32, 2, g, 0), 0);
+        EXPECT_EQ(co_await op::send(tcp.client, "first", 5), 5);
+        auto r1 = op::recv(tcp.server, g, 32);
+        EXPECT_EQ(co_await r1, 5);
+        EXPECT_TRUE(op::has_buffer(r1.result_flags()));
+        EXPECT_EQ(std::string(pool[op::buffer_id(r1.result_flags())], 5), "first");
+        EXPECT_EQ(co_await op::send(tcp.client, "second", 6), 6);
+        auto r2 = op::recv(tcp.server, g, 32);
+        EXPECT_EQ(co_await r2, 6);
+        EXPECT_NE(op::buffer_id(r2.result_flags()), op::buffer_id(r1.result_flags()));
+        EXPECT_EQ(co_await op::send(tcp.client, "third", 5), 5);
+        EXPECT_EQ(co_await op::recv(tcp.server, g, 32), -ENOBUFS); // group used up
+    });
+}
+
+TEST(SocketOp, ConnectErrors) {
+    run([]() -> Task<void> {
+        sockaddr_in a = closed_port();
+        Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(co_await op::connect(s, sa(a), sizeof a), -ECONNREFUSED);
+        EXPECT_EQ(co_await op::connect(Fixed{2}, sa(a), sizeof a), -EBADF);
+        Fd s2(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(co_await op::connect(s2, static_cast<const sockaddr*>(bad_address()), sizeof a), -EFAULT);
+    });
+}
+
+} // namespace
