@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
@@ -201,6 +202,45 @@ Ring::~Ring() { io_uring_queue_exit(&ring_); }
 long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
     long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, nullptr, 0);
     return r < 0 ? -errno : r;
+}
+
+int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept {
+    unsigned tail = ring_.sq.sqe_tail;
+    unsigned to_submit = tail - ring_.sq.sqe_head;
+    if (to_submit) {
+        ring_.sq.sqe_head = tail;
+        __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
+    }
+    unsigned flags = enter_flags_ | compat::enter::getevents | compat::enter::ext_arg;
+    if (sqpoll_) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & compat::sq_need_wakeup)
+            flags |= compat::enter::sq_wakeup;
+        sqes_submitted_ += to_submit;
+        to_submit = 0;
+    }
+    __kernel_timespec ts;
+    ts.tv_sec = static_cast<long long>(timeout_ns / 1'000'000'000u);
+    ts.tv_nsec = static_cast<long long>(timeout_ns % 1'000'000'000u);
+    io_uring_getevents_arg arg;
+    std::memset(&arg, 0, sizeof arg);
+    arg.sigmask_sz = _NSIG / 8;
+    arg.ts = reinterpret_cast<std::uint64_t>(&ts);
+    ++enters_;
+    long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, &arg, sizeof arg);
+    if (r < 0)
+        r = -errno;
+    if (sqpoll_)
+        return r < 0 ? static_cast<int>(r) : 0;
+    if (static_cast<unsigned long>(r) != to_submit) {
+        if (r == -ETIME) { // the submissions went through; only the wait timed out
+            sqes_submitted_ += to_submit;
+            return static_cast<int>(r);
+        }
+        return submit_shortfall(r, to_submit);
+    }
+    sqes_submitted_ += to_submit;
+    return static_cast<int>(r);
 }
 
 int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {

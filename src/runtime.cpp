@@ -1,6 +1,8 @@
 #include <ringo/core/runtime.hpp>
 
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -50,6 +52,59 @@ void RunQueue::grow() {
     head_ = 0;
     tail_ = cap;
     mask_ = cap * 2 - 1;
+}
+
+std::uint64_t now_ns() noexcept {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+void TimerHeap::push(TimerEntry* t) {
+    v_.push_back(t);
+    t->index = v_.size() - 1;
+    sift_up(t->index);
+}
+
+void TimerHeap::remove(TimerEntry* t) noexcept {
+    std::size_t i = t->index;
+    t->index = static_cast<std::size_t>(-1);
+    TimerEntry* last = v_.back();
+    v_.pop_back();
+    if (last == t)
+        return;
+    place(i, last);
+    sift_up(i);
+    sift_down(last->index);
+}
+
+void TimerHeap::sift_up(std::size_t i) noexcept {
+    TimerEntry* t = v_[i];
+    while (i > 0) {
+        std::size_t parent = (i - 1) / 2;
+        if (v_[parent]->deadline <= t->deadline)
+            break;
+        place(i, v_[parent]);
+        i = parent;
+    }
+    place(i, t);
+}
+
+void TimerHeap::sift_down(std::size_t i) noexcept {
+    TimerEntry* t = v_[i];
+    std::size_t n = v_.size();
+    for (;;) {
+        std::size_t c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && v_[c + 1]->deadline < v_[c]->deadline)
+            ++c;
+        if (t->deadline <= v_[c]->deadline)
+            break;
+        place(i, v_[c]);
+        i = c;
+    }
+    place(i, t);
 }
 
 void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept {
@@ -108,16 +163,36 @@ Runtime::Runtime(const RuntimeOptions& options)
       owner_thread_(std::this_thread::get_id()) {
     using namespace uring::compat::setup;
     wants_events_ = (ring_.setup_flags() & (defer_taskrun | iopoll)) != 0;
-    wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (wake_fd_ < 0)
-        throw std::system_error(errno, std::generic_category(), "ringo: eventfd for cross-thread wake-ups");
     wake_.fn = &Runtime::on_wake;
     wake_.rt = this;
     remote_.reserve(64);
     remote_swap_.reserve(64);
-    arm_wake();
-    // Hand the wake-up read to the kernel now, so the counters start from a quiet ring.
-    submit_or_throw(0, false);
+    // Cross-thread wake-ups: a ring-less MSG_RING (IORING_REGISTER_SEND_MSG_RING, 6.13) posts
+    // a CQE into this ring from any thread, with nothing pending here. Older kernels: an
+    // eventfd whose read stays armed in the ring (IOSQE_IO_DRAIN then also waits for it).
+    if (send_wake_msg(0) == 0) {
+        msg_wake_ = true;
+    } else {
+        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (wake_fd_ < 0)
+            throw std::system_error(errno, std::generic_category(), "ringo: eventfd for cross-thread wake-ups");
+        arm_wake();
+    }
+    // Hand what setup queued to the kernel now and drop the probe's CQE, so the counters
+    // start from a quiet ring.
+    submit_or_throw(0, true);
+    reap();
+    cqes_ = 0;
+}
+
+int Runtime::send_wake_msg(std::uint64_t user_data) noexcept {
+    io_uring_sqe sqe;
+    std::memset(&sqe, 0, sizeof sqe);
+    sqe.opcode = uring::compat::opcode::msg_ring;
+    sqe.fd = ring_.fd();
+    sqe.off = user_data; // the target CQE's user_data; res = len = 0
+    long r = ::syscall(__NR_io_uring_register, -1, uring::compat::reg::send_msg_ring, &sqe, 1);
+    return r < 0 ? -errno : static_cast<int>(r);
 }
 
 Runtime::~Runtime() {
@@ -149,8 +224,10 @@ void Runtime::arm_wake() {
 
 void Runtime::on_wake(detail::Completion* c, int res, std::uint32_t) {
     Runtime* rt = static_cast<WakeCompletion*>(c)->rt;
-    rt->wake_armed_ = false;
     rt->drain_remote();
+    if (rt->msg_wake_)
+        return;
+    rt->wake_armed_ = false;
     if (res != -ECANCELED && !rt->discard_)
         rt->arm_wake();
 }
@@ -161,17 +238,32 @@ void Runtime::drain_remote() {
         wake_pending_ = false;
         remote_swap_.swap(remote_);
     }
+    bool sweep = false;
     for (const RemoteItem& it : remote_swap_) {
+        if (!it.addr) { // a cancellation request from another thread
+            sweep = true;
+            continue;
+        }
         if (it.spawn)
             register_task(*it.spawn);
         ready_.push(std::coroutine_handle<>::from_address(it.addr));
     }
     remote_swap_.clear();
+    if (sweep) {
+        for (detail::PromiseBase* p = tasks_; p; p = p->next_)
+            if (p->own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel))
+                detail::cancel(p->own_ctx_);
+    }
 }
 
 void Runtime::post(std::coroutine_handle<> h) { post_remote({h.address(), nullptr}); }
 
 void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) { post_remote({h.address(), &p}); }
+
+void Runtime::request_cancel(detail::PromiseBase& p) {
+    p.own_ctx_.remote_request.store(true, std::memory_order_release);
+    post_remote({nullptr, nullptr});
+}
 
 void Runtime::post_remote(RemoteItem item) {
     // The wake-up is written under the lock: once the item is visible the target may run
@@ -181,25 +273,36 @@ void Runtime::post_remote(RemoteItem item) {
     remote_.push_back(item);
     if (!wake_pending_) {
         wake_pending_ = true;
-        std::uint64_t one = 1;
-        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+        if (msg_wake_) {
+            send_wake_msg(reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&wake_)) |
+                          detail::tag_completion);
+        } else {
+            std::uint64_t one = 1;
+            [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+        }
     }
 }
 
 io_uring_sqe* Runtime::get_sqe_slow() {
-    // The SQ is full: hand it to the kernel. Completions reaped here are not resumed inline
-    // (we are inside some coroutine's await_suspend); their coroutines go to the run queue.
     for (;;) {
-        int r = ring_.submit(0, false);
+        make_sq_room();
         if (io_uring_sqe* s = ring_.get_sqe())
             return s;
-        if (r < 0 && r != -EBUSY && r != -EAGAIN && r != -EINTR)
-            throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed while the SQ was full");
-        ++backpressure_;
-        // Back-pressure: make room in the CQ, deferring the resumptions.
-        ring_.submit(0, true);
-        reap_without_resuming();
     }
+}
+
+void Runtime::make_sq_room() {
+    // The SQ is full: hand it to the kernel. Completions reaped here are not resumed inline
+    // (we are inside some coroutine's await_suspend); their coroutines go to the run queue.
+    int r = ring_.submit(0, false);
+    if (ring_.sq_space() > 0)
+        return;
+    if (r < 0 && r != -EBUSY && r != -EAGAIN && r != -EINTR)
+        throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed while the SQ was full");
+    ++backpressure_;
+    // Back-pressure: make room in the CQ, deferring the resumptions.
+    ring_.submit(0, true);
+    reap_without_resuming();
 }
 
 void Runtime::reap_without_resuming() {
@@ -270,13 +373,49 @@ void Runtime::run(std::coroutine_handle<> root) {
             run_ready();
         if (root.done())
             return;
+        if (!timers_.empty()) [[unlikely]]
+            fire_timers(detail::now_ns());
         if (ready_.empty()) {
-            submit_or_throw(1, true);
+            wait_for_events();
         } else if (ring_.pending() || (in_flight_ && wants_events_) || ring_.needs_enter()) {
             submit_or_throw(0, in_flight_ != 0);
         }
         reap();
     }
+}
+
+void Runtime::fire_timers(std::uint64_t now) {
+    while (!timers_.empty() && timers_.top()->deadline <= now) {
+        detail::TimerEntry* t = timers_.top();
+        timers_.remove(t);
+        t->fire(t);
+    }
+}
+
+void Runtime::wait_for_events() {
+    if (timers_.empty()) [[likely]] {
+        submit_or_throw(1, true);
+        return;
+    }
+    std::uint64_t now = detail::now_ns();
+    std::uint64_t deadline = timers_.top()->deadline;
+    if (deadline <= now) {
+        fire_timers(now);
+        if (!ready_.empty()) {
+            submit_or_throw(0, false);
+            return;
+        }
+    }
+    if (timers_.empty()) {
+        submit_or_throw(1, true);
+        return;
+    }
+    deadline = timers_.top()->deadline;
+    now = detail::now_ns();
+    int r = ring_.submit_and_wait_timeout(1, deadline > now ? deadline - now : 0);
+    if (r < 0 && r != -ETIME) [[unlikely]]
+        handle_submit_error(r);
+    fire_timers(detail::now_ns());
 }
 
 void Runtime::shutdown() {
@@ -298,6 +437,8 @@ void Runtime::shutdown() {
         reap_without_resuming();
     }
     drain_remote();
+    while (!timers_.empty()) // their owners are frames about to be destroyed
+        timers_.remove(timers_.top());
     // 2. Destroy the frames of detached tasks. Destroying one may detach others (its
     //    JoinHandles), so repeat until a pass frees nothing.
     for (bool progress = true; progress;) {

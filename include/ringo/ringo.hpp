@@ -8,9 +8,24 @@
 #include <ringo/core/options.hpp>
 #include <ringo/core/runtime.hpp>
 #include <ringo/core/task.hpp>
+#include <ringo/core/time.hpp>
 
 #include <ringo/op/base.hpp>
 #include <ringo/op/file.hpp>
 #include <ringo/op/path.hpp>
 #include <ringo/op/socket.hpp>
 #include <ringo/op/timeout.hpp>
+
+#include <ringo/compose/cancel.hpp>
+#include <ringo/compose/link.hpp>
+#include <ringo/compose/scope.hpp>
+#include <ringo/compose/timeout.hpp>
+#include <ringo/compose/traits.hpp>
+#include <ringo/compose/when.hpp>
+#include <ringo/op/common.hpp>
+#include <ringo/op/probe.hpp>
+#include <ringo/op/xattr.hpp>
+#include <ringo/op/direct.hpp>
+
+#include <ringo/buf/file_table.hpp>
+#include <ringo/buf/buffer_table.hpp>

@@ -87,6 +87,35 @@ struct ThreadJoinWaiter : JoinWaiter {
 
 void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept;
 
+/// CLOCK_MONOTONIC in nanoseconds.
+std::uint64_t now_ns() noexcept;
+
+/// A user-space timer: the runtime keeps them in a heap and lets the kernel see only the
+/// nearest deadline (as the timeout of the io_uring_enter that waits), so any number of
+/// pending timers costs no kernel object at all.
+struct TimerEntry {
+    std::uint64_t deadline = 0;                 ///< CLOCK_MONOTONIC ns
+    std::size_t index = static_cast<std::size_t>(-1); ///< position in the heap; -1: not armed
+    void (*fire)(TimerEntry* self) noexcept = nullptr; ///< runs on the loop; must not resume inline
+    [[nodiscard]] bool armed() const noexcept { return index != static_cast<std::size_t>(-1); }
+};
+
+/// Binary min-heap of TimerEntry pointers with O(log n) removal.
+class TimerHeap {
+public:
+    bool empty() const noexcept { return v_.empty(); }
+    std::size_t size() const noexcept { return v_.size(); }
+    TimerEntry* top() const noexcept { return v_.front(); }
+    void push(TimerEntry* t);
+    void remove(TimerEntry* t) noexcept;
+
+private:
+    void sift_up(std::size_t i) noexcept;
+    void sift_down(std::size_t i) noexcept;
+    void place(std::size_t i, TimerEntry* t) noexcept { v_[i] = t; t->index = i; }
+    std::vector<TimerEntry*> v_;
+};
+
 } // namespace detail
 
 /// Per-runtime counters; a benchmark divides them by its operation count.
@@ -121,6 +150,7 @@ public:
         auto h = task.handle();
         if (!h)
             throw std::logic_error("ringo: block_on of an empty Task");
+        h.promise().ctx_ = &h.promise().own_ctx_;
         run(h);
         return h.promise().result();
     }
@@ -142,8 +172,28 @@ public:
             s = get_sqe_slow();
         return s;
     }
+    /// Makes room for `n` SQEs (n <= SQ size), submitting what is gathered if needed, so a
+    /// group of SQEs prepared next goes to the kernel in one submission.
+    void reserve_sqes(unsigned n) {
+        while (ring_.sq_space() < n) [[unlikely]]
+            make_sq_room();
+    }
     /// Book-keeping for an awaited operation whose SQE was just prepared.
     void op_started() noexcept { ++in_flight_; }
+    /// Book-keeping for an operation completed through a detail::Completion.
+    void op_finished() noexcept { --in_flight_; }
+    /// Submits IORING_OP_ASYNC_CANCEL for the operation whose user_data is `op` (owner
+    /// thread). The operation's own CQE still arrives and resumes its awaiter.
+    void cancel_op(const void* user_data) noexcept {
+        try {
+            io_uring_sqe* sqe = get_sqe();
+            io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(user_data), 0);
+            sqe->user_data = 0;
+        } catch (...) {
+            // The SQ could not take the cancel (the ring failed): the operation completes
+            // on its own.
+        }
+    }
 
     /// True if the kernel supports `opcode` (the probe read at setup).
     [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ring_.probe().supports(opcode); }
@@ -158,6 +208,20 @@ public:
     [[nodiscard]] RuntimeStats stats() const noexcept;
     uring::Ring& ring() noexcept { return ring_; }
     [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
+
+    /// Arms a user-space timer (owner thread). Its `fire` runs from the loop once the
+    /// deadline has passed.
+    void add_timer(detail::TimerEntry& t) { timers_.push(&t); }
+    /// Disarms a timer that has not fired; no effect on one that is not armed.
+    void remove_timer(detail::TimerEntry& t) noexcept {
+        if (t.armed())
+            timers_.remove(&t);
+    }
+    [[nodiscard]] std::size_t timers_pending() const noexcept { return timers_.size(); }
+
+    /// Asks for the cancellation of a task owned by this runtime, from any thread. The
+    /// caller must keep the task alive (hold its JoinHandle) until this returns.
+    void request_cancel(detail::PromiseBase& p);
 
     // Internal: spawned-task registry and counters.
     void register_task(detail::PromiseBase& p) noexcept {
@@ -216,15 +280,19 @@ private:
         }
     }
     io_uring_sqe* get_sqe_slow();
+    void make_sq_room();
     void submit_or_throw(unsigned wait_nr, bool get_events) {
         int r = ring_.submit(wait_nr, get_events);
         if (r < 0) [[unlikely]]
             handle_submit_error(r);
     }
     void arm_wake();
+    int send_wake_msg(std::uint64_t user_data) noexcept;
     static void on_wake(detail::Completion* c, int res, std::uint32_t flags);
     void drain_remote();
     void shutdown();
+    void fire_timers(std::uint64_t now);
+    void wait_for_events();
 
     uring::Ring ring_;
     RuntimeOptions opts_;
@@ -242,6 +310,7 @@ private:
     std::uint64_t detached_exceptions_ = 0;
     std::uint64_t backpressure_ = 0;
     detail::PromiseBase* tasks_ = nullptr; // live spawned tasks
+    detail::TimerHeap timers_;
 
     // Cross-thread wake-ups: an eventfd read is always armed.
     struct WakeCompletion : detail::Completion {
@@ -250,6 +319,7 @@ private:
     int wake_fd_ = -1;
     std::uint64_t wake_buf_ = 0;
     bool wake_armed_ = false;
+    bool msg_wake_ = false; // wake-ups by ring-less MSG_RING instead of the eventfd
     bool wake_pending_ = false; // guarded by remote_m_
     std::mutex remote_m_;
     struct RemoteItem {
@@ -305,27 +375,66 @@ public:
         h_ = {};
     }
 
-    struct Awaiter {
+    /// Requests cancellation of the task: the operation it waits on is cancelled (it still
+    /// resumes only after that operation's final CQE, with -ECANCELED unless it completed),
+    /// and every operation it starts afterwards completes at once with -ECANCELED. Callable
+    /// from any thread; from another thread it sends a message to the owning runtime and
+    /// returns without waiting. No effect on a finished task or an empty handle.
+    void cancel() {
+        if (!h_)
+            return;
+        auto& p = h_.promise();
+        std::uintptr_t s = p.join_.load(std::memory_order_acquire);
+        if (s == detail::join_completed || s == detail::join_abandoned)
+            return;
+        if (p.owner_ == detail::t_current)
+            detail::cancel(p.own_ctx_);
+        else
+            p.owner_->request_cancel(p);
+    }
+
+    struct Awaiter : detail::Waitable {
         JoinHandle* jh;
-        detail::JoinWaiter w;
+        detail::JoinWaiter w{};
+        detail::CancelCtx* ctx = nullptr;
+        explicit Awaiter(JoinHandle* j) noexcept : jh(j) { cancel_fn = &cancel_child; }
+        static void cancel_child(detail::Waitable* self) noexcept {
+            // The awaiting task is being cancelled: cancel the task it waits for, and keep
+            // waiting until that task has finished.
+            try {
+                static_cast<Awaiter*>(self)->jh->cancel();
+            } catch (...) {
+            }
+        }
         bool await_ready() const noexcept {
             if (!jh->h_)
                 return true;
             std::uintptr_t s = jh->h_.promise().join_.load(std::memory_order_acquire);
             return s == detail::join_completed || s == detail::join_abandoned;
         }
-        bool await_suspend(std::coroutine_handle<> h) noexcept {
+        template <class P>
+        bool await_suspend(std::coroutine_handle<P> h) noexcept {
             w.h = h;
             w.rt = detail::t_current;
             std::uintptr_t expected = detail::join_running;
-            return jh->h_.promise().join_.compare_exchange_strong(
-                expected, reinterpret_cast<std::uintptr_t>(&w), std::memory_order_acq_rel,
-                std::memory_order_acquire);
+            if (!jh->h_.promise().join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&w),
+                                                               std::memory_order_acq_rel, std::memory_order_acquire))
+                return false;
+            if ((ctx = detail::ctx_of(h))) {
+                ctx->waiting = this;
+                if (ctx->cancelled)
+                    cancel_child(this);
+            }
+            return true;
         }
-        T await_resume() { return jh->take(); }
+        T await_resume() {
+            if (ctx)
+                ctx->waiting = nullptr;
+            return jh->take();
+        }
     };
-    Awaiter operator co_await() & noexcept { return Awaiter{this, {}}; }
-    Awaiter operator co_await() && noexcept { return Awaiter{this, {}}; }
+    Awaiter operator co_await() & noexcept { return Awaiter{this}; }
+    Awaiter operator co_await() && noexcept { return Awaiter{this}; }
 
     /// Blocks the calling thread until the task finishes. Throws std::logic_error when
     /// called from a task on the runtime that runs it (that would deadlock: co_await it).
@@ -373,6 +482,7 @@ JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
     auto& p = h.promise();
     p.owner_ = &rt;
     p.frame_ = h.address();
+    p.ctx_ = &p.own_ctx_;
     if (detail::t_current == &rt) {
         rt.register_task(p);
         rt.schedule(h);

@@ -29,6 +29,72 @@ inline constexpr std::uintptr_t join_abandoned = 3; // its runtime was destroyed
 
 struct PromiseBase;
 
+/// The point a task is suspended at, when that point can be cancelled (an operation in
+/// flight, a timer, a join). `cancel_fn` runs on the owning runtime's thread; it must make the
+/// suspension end soon (an operation: submit ASYNC_CANCEL and let its own CQE resume it).
+struct Waitable {
+    void (*cancel_fn)(Waitable* self) noexcept = nullptr;
+};
+
+/// Cancellation state of one strand of execution: a spawned task and everything it awaits
+/// directly, or one branch of a combinator (when_all, when_any, with_timeout, TaskScope).
+/// Branches form a tree; cancelling a node cancels its subtree. Owner thread only, except
+/// `remote_request`, which other threads set (then wake the owner).
+struct CancelCtx {
+    Waitable* waiting = nullptr;
+    CancelCtx* parent = nullptr;
+    CancelCtx* first_child = nullptr;
+    CancelCtx* next_sibling = nullptr;
+    CancelCtx* prev_sibling = nullptr;
+    bool cancelled = false;
+    std::atomic<bool> remote_request{false};
+
+    void link_under(CancelCtx& p) noexcept {
+        parent = &p;
+        prev_sibling = nullptr;
+        next_sibling = p.first_child;
+        if (p.first_child)
+            p.first_child->prev_sibling = this;
+        p.first_child = this;
+        if (p.cancelled)
+            cancelled = true;
+    }
+    void unlink() noexcept {
+        if (!parent)
+            return;
+        if (prev_sibling)
+            prev_sibling->next_sibling = next_sibling;
+        else
+            parent->first_child = next_sibling;
+        if (next_sibling)
+            next_sibling->prev_sibling = prev_sibling;
+        parent = prev_sibling = next_sibling = nullptr;
+    }
+    ~CancelCtx() {
+        unlink();
+        for (CancelCtx* c = first_child; c;) {
+            CancelCtx* n = c->next_sibling;
+            c->parent = c->prev_sibling = c->next_sibling = nullptr;
+            c = n;
+        }
+    }
+};
+
+/// Requests cancellation of `c` and its subtree (owner thread). Idempotent.
+inline void cancel(CancelCtx& c) noexcept {
+    if (!c.cancelled) {
+        c.cancelled = true;
+        if (Waitable* w = c.waiting)
+            w->cancel_fn(w);
+    }
+    for (CancelCtx* ch = c.first_child; ch; ch = ch->next_sibling)
+        cancel(*ch);
+}
+
+/// The cancellation context of the coroutine behind `h`, when it is a ringo task.
+template <class P>
+CancelCtx* ctx_of(std::coroutine_handle<P> h) noexcept;
+
 /// Who waits for a spawned task: a coroutine on some runtime, or a plain thread (h empty).
 struct JoinWaiter;
 
@@ -45,6 +111,9 @@ struct PromiseBase {
     PromiseBase* prev_ = nullptr;
     PromiseBase* next_ = nullptr;
     void* frame_ = nullptr;
+    // The strand this coroutine runs in: its awaiter's when awaited, its own when spawned.
+    CancelCtx* ctx_ = nullptr;
+    CancelCtx own_ctx_;
 
     void unhandled_exception() noexcept { exc_ = std::current_exception(); }
 
@@ -132,8 +201,10 @@ public:
     struct Awaiter {
         handle_type h;
         bool await_ready() const noexcept { return !h || h.done(); }
-        std::coroutine_handle<> await_suspend(std::coroutine_handle<> cont) noexcept {
+        template <class P>
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<P> cont) noexcept {
             h.promise().continuation_ = cont;
+            h.promise().ctx_ = detail::ctx_of(cont);
             return h;
         }
         T await_resume() {
@@ -150,6 +221,14 @@ private:
 };
 
 namespace detail {
+template <class P>
+CancelCtx* ctx_of(std::coroutine_handle<P> h) noexcept {
+    if constexpr (std::is_base_of_v<PromiseBase, P>)
+        return h.promise().ctx_;
+    else
+        return nullptr;
+}
+
 template <class T>
 Task<T> Promise<T>::get_return_object() noexcept {
     return Task<T>{std::coroutine_handle<Promise<T>>::from_promise(*this)};

@@ -30,10 +30,12 @@ template <class Derived>
 class [[nodiscard]] Op : public detail::OpState {
 public:
     bool await_ready() const noexcept { return false; }
-    bool await_suspend(std::coroutine_handle<> h) {
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
         Runtime* rt = detail::t_current;
-        if (!rt) [[unlikely]] {
-            res = -ENXIO;
+        detail::CancelCtx* ctx = detail::ctx_of(h);
+        if (!rt || (ctx && ctx->cancelled)) [[unlikely]] {
+            res = rt ? -ECANCELED : -ENXIO;
             cqe_flags = 0;
             return false;
         }
@@ -49,9 +51,18 @@ public:
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
         rt->op_started();
+        if (ctx) {
+            waitable_.op = this;
+            ctx->waiting = &waitable_;
+            ctx_ = ctx;
+        }
         return true;
     }
-    int await_resume() const noexcept { return res; }
+    int await_resume() const noexcept {
+        if (ctx_)
+            ctx_->waiting = nullptr;
+        return res;
+    }
 
     /// The CQE flags of the completion (IORING_CQE_F_*), valid after the await.
     [[nodiscard]] std::uint32_t result_flags() const noexcept { return this->cqe_flags; }
@@ -59,9 +70,24 @@ public:
     /// Adds IOSQE_* flags to the SQE (used by the composition layer).
     Derived& with_sqe_flags(std::uint8_t f) & noexcept { sqe_flags_ |= f; return static_cast<Derived&>(*this); }
     Derived&& with_sqe_flags(std::uint8_t f) && noexcept { sqe_flags_ |= f; return static_cast<Derived&&>(*this); }
+    [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
 
 protected:
     std::uint8_t sqe_flags_ = 0;
+
+private:
+    // Cancelling the awaiting task submits ASYNC_CANCEL for this operation; the operation's
+    // own CQE (-ECANCELED, or its result if it finished first) then resumes the task.
+    struct OpWaitable : detail::Waitable {
+        detail::OpState* op = nullptr;
+        OpWaitable() noexcept { cancel_fn = &cancel_op; }
+        static void cancel_op(detail::Waitable* self) noexcept {
+            if (Runtime* rt = detail::t_current)
+                rt->cancel_op(static_cast<OpWaitable*>(self)->op);
+        }
+    };
+    OpWaitable waitable_;
+    mutable detail::CancelCtx* ctx_ = nullptr;
 };
 
 /// A registered-file index (see Runtime/FileTable registration): pass `Fixed{i}` wherever an

@@ -54,6 +54,11 @@ public:
         return &ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_];
     }
 
+    /// Free SQ slots: how many get_sqe() calls succeed before a submit is needed.
+    [[nodiscard]] unsigned sq_space() const noexcept {
+        return ring_.sq.ring_entries - (ring_.sq.sqe_tail - __atomic_load_n(ring_.sq.khead, __ATOMIC_ACQUIRE));
+    }
+
     /// SQEs taken with get_sqe() and not yet handed to the kernel.
     [[nodiscard]] unsigned pending() const noexcept { return ring_.sq.sqe_tail - ring_.sq.sqe_head; }
 
@@ -80,6 +85,10 @@ public:
         sqes_submitted_ += to_submit;
         return static_cast<int>(r);
     }
+
+    /// Like submit(wait_nr, true), but the wait ends after `timeout_ns` at the latest
+    /// (IORING_ENTER_EXT_ARG, 5.11); returns -ETIME then.
+    int submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept;
 
     /// Calls f(user_data, res, flags) for each available CQE, advancing the CQ head before
     /// each call (so f may submit and even reap). Returns the number of CQEs seen.

@@ -1,0 +1,254 @@
+// ringo/compose/when.hpp - when_all and when_any.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <ringo/compose/cancel.hpp>
+#include <ringo/compose/group.hpp>
+#include <ringo/compose/traits.hpp>
+
+namespace ringo {
+
+namespace detail {
+
+/// The branches of one when_all / when_any / TaskScope: a cancellation node that is the
+/// parent of every branch, a count of running branches, the first exception.
+struct BranchGroup {
+    CancelCtx ctx;
+    std::size_t remaining = 0;
+    std::size_t first = static_cast<std::size_t>(-1); // index of the first branch to finish
+    bool any_mode = false;                              // when_any: first finisher cancels the rest
+    std::exception_ptr exc;
+    std::coroutine_handle<> waiter{};
+    Runtime* rt = nullptr;
+
+    void branch_done(std::size_t idx, std::exception_ptr e) noexcept {
+        if (first == static_cast<std::size_t>(-1)) {
+            first = idx;
+            if (any_mode)
+                cancel(ctx);
+        }
+        if (e && !exc) {
+            exc = e;
+            cancel(ctx); // the first failure stops the others
+        }
+        if (--remaining == 0 && waiter)
+            rt->schedule(waiter);
+    }
+
+    /// Awaits the end of every branch.
+    struct Wait {
+        BranchGroup* g;
+        bool await_ready() const noexcept { return g->remaining == 0; }
+        void await_suspend(std::coroutine_handle<> h) noexcept { g->waiter = h; }
+        void await_resume() const noexcept {}
+    };
+};
+
+template <class T>
+using branch_value_t = std::conditional_t<std::is_void_v<T>, std::monostate, T>;
+
+template <class T>
+Task<void> run_branch(BranchGroup& g, std::size_t idx, Task<T> t, std::optional<branch_value_t<T>>* out) {
+    std::exception_ptr e;
+    try {
+        if constexpr (std::is_void_v<T>) {
+            co_await std::move(t);
+            if (out)
+                out->emplace();
+        } else {
+            auto v = co_await std::move(t);
+            if (out)
+                out->emplace(std::move(v));
+        }
+    } catch (...) {
+        e = std::current_exception();
+    }
+    g.branch_done(idx, e);
+}
+
+/// Starts `t` on the current runtime as a branch of `g`: detached, cancelled with `g.ctx`.
+inline void start_branch(BranchGroup& g, Task<void> t) {
+    auto h = t.release();
+    auto& p = h.promise();
+    Runtime& rt = *g.rt;
+    p.owner_ = &rt;
+    p.frame_ = h.address();
+    p.ctx_ = &p.own_ctx_;
+    p.own_ctx_.link_under(g.ctx);
+    p.join_.store(join_detached, std::memory_order_relaxed);
+    rt.register_task(p);
+    rt.schedule(h);
+}
+
+template <class A>
+Task<await_result_t<A>> as_task(A a) {
+    co_return co_await std::move(a);
+}
+
+template <class T>
+struct IsTask : std::false_type {};
+template <class T>
+struct IsTask<Task<T>> : std::true_type {};
+
+template <class A>
+auto to_task(A&& a) {
+    using D = std::remove_cvref_t<A>;
+    if constexpr (IsTask<D>::value)
+        return D(std::forward<A>(a));
+    else
+        return as_task(D(std::forward<A>(a)));
+}
+
+template <class... Ts>
+Task<std::tuple<branch_value_t<Ts>...>> when_all_tasks(Task<Ts>... tasks) {
+    BranchGroup g;
+    g.rt = Runtime::current();
+    if (!g.rt)
+        throw std::logic_error("ringo: when_all outside a runtime");
+    if (CancelCtx* outer = co_await CurrentCtx{})
+        g.ctx.link_under(*outer);
+    std::tuple<std::optional<branch_value_t<Ts>>...> out;
+    g.remaining = sizeof...(Ts);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
+    }(std::index_sequence_for<Ts...>{});
+    co_await BranchGroup::Wait{&g};
+    if (g.exc)
+        std::rethrow_exception(g.exc);
+    co_return std::apply([](auto&... o) { return std::make_tuple(std::move(*o)...); }, out);
+}
+
+template <class T>
+Task<std::vector<branch_value_t<T>>> when_all_range(std::vector<Task<T>> tasks) {
+    BranchGroup g;
+    g.rt = Runtime::current();
+    if (!g.rt)
+        throw std::logic_error("ringo: when_all outside a runtime");
+    if (CancelCtx* outer = co_await CurrentCtx{})
+        g.ctx.link_under(*outer);
+    std::vector<std::optional<branch_value_t<T>>> out(tasks.size());
+    g.remaining = tasks.size();
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+        start_branch(g, run_branch(g, i, std::move(tasks[i]), &out[i]));
+    co_await BranchGroup::Wait{&g};
+    if (g.exc)
+        std::rethrow_exception(g.exc);
+    std::vector<branch_value_t<T>> r;
+    r.reserve(out.size());
+    for (auto& o : out)
+        r.push_back(std::move(*o));
+    co_return r;
+}
+
+template <class R, class... Ts>
+Task<std::pair<std::size_t, R>> when_any_tasks(Task<Ts>... tasks) {
+    BranchGroup g;
+    g.any_mode = true;
+    g.rt = Runtime::current();
+    if (!g.rt)
+        throw std::logic_error("ringo: when_any outside a runtime");
+    if (CancelCtx* outer = co_await CurrentCtx{})
+        g.ctx.link_under(*outer);
+    std::tuple<std::optional<branch_value_t<Ts>>...> out;
+    g.remaining = sizeof...(Ts);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
+    }(std::index_sequence_for<Ts...>{});
+    // Every loser is cancelled and awaited to its end before we return (buffer-safe).
+    co_await BranchGroup::Wait{&g};
+    std::size_t idx = g.first;
+    std::optional<R> value;
+    std::exception_ptr winner_exc;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((I == idx ? (std::get<I>(out) ? (void)value.emplace(std::move(*std::get<I>(out))) : (void)(winner_exc = g.exc))
+                   : void()),
+         ...);
+    }(std::index_sequence_for<Ts...>{});
+    if (!value)
+        std::rethrow_exception(winner_exc ? winner_exc : g.exc);
+    co_return std::pair<std::size_t, R>{idx, std::move(*value)};
+}
+
+template <class T>
+Task<std::pair<std::size_t, branch_value_t<T>>> when_any_range(std::vector<Task<T>> tasks) {
+    if (tasks.empty())
+        throw std::invalid_argument("ringo: when_any of an empty range");
+    BranchGroup g;
+    g.any_mode = true;
+    g.rt = Runtime::current();
+    if (!g.rt)
+        throw std::logic_error("ringo: when_any outside a runtime");
+    if (CancelCtx* outer = co_await CurrentCtx{})
+        g.ctx.link_under(*outer);
+    std::vector<std::optional<branch_value_t<T>>> out(tasks.size());
+    g.remaining = tasks.size();
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+        start_branch(g, run_branch(g, i, std::move(tasks[i]), &out[i]));
+    co_await BranchGroup::Wait{&g};
+    std::size_t idx = g.first;
+    if (!out[idx])
+        std::rethrow_exception(g.exc);
+    co_return std::pair<std::size_t, branch_value_t<T>>{idx, std::move(*out[idx])};
+}
+
+} // namespace detail
+
+/// Awaits every argument concurrently and yields all their results.
+///
+/// - All arguments operations (op::...): their SQEs go to the kernel together in one
+///   submission, no coroutine per operation; yields std::tuple<int...>.
+/// - Otherwise (tasks, or any mix of awaitables): each runs as a branch task on the current
+///   runtime; yields std::tuple of their values (std::monostate for void). The first
+///   exception cancels the other branches; all are awaited, then it is rethrown.
+/// Cancelling the awaiting task cancels every branch.
+template <class... As>
+auto when_all(As&&... as) {
+    static_assert(sizeof...(As) > 0, "when_all needs at least one awaitable");
+    if constexpr ((Operation<As> && ...))
+        return detail::OpTuple<std::remove_cvref_t<As>...>(0, std::forward<As>(as)...);
+    else
+        return detail::when_all_tasks(detail::to_task(std::forward<As>(as))...);
+}
+
+/// when_all over a run-time number of tasks: yields std::vector of their values.
+template <class T>
+Task<std::vector<detail::branch_value_t<T>>> when_all(std::vector<Task<T>> tasks) {
+    return detail::when_all_range(std::move(tasks));
+}
+
+/// when_all over a run-time number of operations of one type, submitted together: yields
+/// std::vector<int>. An empty vector yields an empty result at once.
+template <Operation O>
+detail::OpVector<O> when_all(std::vector<O> ops) {
+    return detail::OpVector<O>(0, std::move(ops));
+}
+
+/// Awaits the arguments concurrently; the first to finish wins. The others are cancelled
+/// and awaited to their end (their operations to their final CQE) before this returns, so
+/// no buffer of theirs is still in the kernel's hands. Yields {index, value} of the winner
+/// (a loser's result is discarded); rethrows if the winner threw. All arguments must yield
+/// the same type.
+template <class A0, class... As>
+auto when_any(A0&& a0, As&&... as) {
+    using R = detail::branch_value_t<await_result_t<A0>>;
+    static_assert((std::is_same_v<R, detail::branch_value_t<await_result_t<As>>> && ...),
+                  "when_any: every awaitable must yield the same type");
+    return detail::when_any_tasks<R>(detail::to_task(std::forward<A0>(a0)), detail::to_task(std::forward<As>(as))...);
+}
+
+/// when_any over a run-time number of tasks. An empty range throws std::invalid_argument.
+template <class T>
+Task<std::pair<std::size_t, detail::branch_value_t<T>>> when_any(std::vector<Task<T>> tasks) {
+    return detail::when_any_range(std::move(tasks));
+}
+
+} // namespace ringo
