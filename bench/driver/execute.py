@@ -1,0 +1,220 @@
+"""Running one benchmark command and turning its output into one result.
+
+A run is ok only when the program exits 0, prints a JSON object line on stdout, that object says
+"ok": true, and it reports no errors. Anything else is a failed run with a reason; a JSON line with
+"unsupported": true (or an error text starting with "unsupported") is an unsupported run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Run:
+    status: str                     # ok | failed | unsupported
+    data: dict = field(default_factory=dict)
+    error: str = ""
+    wall: float = 0.0
+    cmd: str = ""
+
+
+def last_json_line(text: str) -> dict | None:
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                return obj
+    return None
+
+
+def classify(rc: int, stdout: str, stderr: str, cmd: str, wall: float) -> Run:
+    data = last_json_line(stdout)
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    # The most telling stderr line: one that says error, else the last one.
+    err_tail = next((ln for ln in lines if "error" in ln.lower()), lines[-1] if lines else "")[:300]
+    if data is None:
+        why = f"exit {rc}, no JSON line" + (f": {err_tail}" if err_tail else "")
+        return Run("failed", {}, why, wall, cmd)
+    text = str(data.get("error", ""))
+    if data.get("unsupported") is True or text.lower().startswith("unsupported"):
+        return Run("unsupported", data, text or "unsupported", wall, cmd)
+    if data.get("ok") is not True:
+        return Run("failed", data, text or "ok is not true", wall, cmd)
+    if data.get("errors"):
+        return Run("failed", data, f"{data['errors']} errors reported", wall, cmd)
+    if rc != 0:
+        return Run("failed", data, f"exit status {rc}" + (f": {err_tail}" if err_tail else ""), wall, cmd)
+    return Run("ok", data, "", wall, cmd)
+
+
+def run_command(argv: list[str], timeout: float) -> Run:
+    cmd = shlex.join(argv)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    except OSError as e:
+        return Run("failed", {}, f"cannot start: {e}", 0.0, cmd)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(p)
+        out, err = p.communicate()
+        return Run("failed", {}, f"timeout after {timeout:.0f} s", time.monotonic() - t0, cmd)
+    return classify(p.returncode, out, err, cmd, time.monotonic() - t0)
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+# --------------------------------------------------------------------------- fio
+
+FIO_RW = {"seqread": "read", "randread": "randread", "write": "write", "randwrite": "randwrite",
+          "mixed": "rw", "randmixed": "randrw"}
+
+
+def fio_argv(fio: str, settings: dict, p: dict) -> list[str]:
+    mode = p["mode"]
+    rw = FIO_RW[mode]
+    if mode == "mixed" and p.get("pattern") == "rand":
+        rw = "randrw"
+    argv = [fio, "--name=ringo-bench", f"--filename={p['file']}", f"--rw={rw}", f"--bs={p['bs']}",
+            f"--iodepth={p['qd']}", f"--direct={p.get('direct01', 0)}",
+            f"--runtime={max(1, int(round(float(p['seconds']) * 1000)))}ms", "--time_based",
+            f"--size={p['file_size']}",
+            "--invalidate=0",        # the other programs read a warm page cache too
+            "--randrepeat=1", "--lat_percentiles=1", "--group_reporting", "--output-format=json"]
+    if rw in ("rw", "randrw"):
+        argv.append("--rwmixread=80")
+    for k, v in settings.items():
+        argv.append(f"--{k}={v}")
+    return argv
+
+
+def fio_convert(out: dict, p: dict) -> dict:
+    """fio's JSON (one job) in the fields every other program prints."""
+    job = out["jobs"][0]
+    r, w = job.get("read", {}), job.get("write", {})
+    ops = int(r.get("total_ios", 0)) + int(w.get("total_ios", 0))
+    nbytes = int(r.get("io_bytes", 0)) + int(w.get("io_bytes", 0))
+    secs = max(int(r.get("runtime", 0)), int(w.get("runtime", 0))) / 1000.0
+
+    def pct(d, q):
+        v = d.get("lat_ns", {}).get("percentile", {}).get(q)
+        return int(v) if v is not None else None
+
+    main = r if r.get("total_ios") else w
+    res = {
+        "bench": p["mode"], "impl": "fio-" + str(job.get("job options", {}).get("ioengine", "?")),
+        "variant": "direct" if p.get("direct01") else "buffered", "qd": p["qd"], "bs": p["bs"],
+        "ops": ops, "reads": int(r.get("total_ios", 0)), "writes": int(w.get("total_ios", 0)),
+        "bytes": nbytes, "seconds": secs,
+        "cpu_seconds": (float(job.get("usr_cpu", 0)) + float(job.get("sys_cpu", 0))) / 100.0 * secs,
+        "syscalls": None, "errors": int(job.get("error", 0)) + int(r.get("short_ios", 0)) + int(w.get("short_ios", 0)),
+        "p50_ns": pct(main, "50.000000"), "p99_ns": pct(main, "99.000000"),
+        "fio_version": out.get("fio version"),
+    }
+    if r.get("total_ios") and w.get("total_ios"):
+        res.update(read_p50_ns=pct(r, "50.000000"), read_p99_ns=pct(r, "99.000000"),
+                   write_p50_ns=pct(w, "50.000000"), write_p99_ns=pct(w, "99.000000"))
+    res["ok"] = res["errors"] == 0 and ops > 0
+    if not res["ok"]:
+        res["error"] = f"fio error {job.get('error')}" if job.get("error") else "fio did no I/O"
+    return res
+
+
+def run_fio(fio: str, settings: dict, p: dict, timeout: float) -> Run:
+    argv = fio_argv(fio, settings, p)
+    cmd = shlex.join(argv)
+    t0 = time.monotonic()
+    try:
+        cp = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Run("failed", {}, f"fio timeout after {timeout:.0f} s", time.monotonic() - t0, cmd)
+    wall = time.monotonic() - t0
+    try:
+        start = cp.stdout.index("{")
+        out = json.loads(cp.stdout[start:])
+        data = fio_convert(out, p)
+    except (ValueError, KeyError, IndexError) as e:
+        tail = (cp.stderr.strip().splitlines() or [""])[-1][:300]
+        return Run("failed", {}, f"fio exit {cp.returncode}, unreadable output ({e}) {tail}", wall, cmd)
+    if cp.returncode != 0 and data.get("ok"):
+        data["ok"] = False
+        data["error"] = f"fio exit status {cp.returncode}"
+    return classify(0 if data.get("ok") else 1, json.dumps(data), cp.stderr, cmd, wall)
+
+
+# --------------------------------------------------------------------------- server + client
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_listening(port: int, proc: subprocess.Popen, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+def run_server_client(server_argv: list[str], client_argv: list[str], port: int, timeout: float) -> Run:
+    """Starts the server, waits until it accepts, runs the client; the client's JSON is the result.
+    The server is stopped with SIGTERM (then SIGKILL); its own JSON line, if any, is kept as `server`."""
+    cmd = shlex.join(server_argv) + "  &&  " + shlex.join(client_argv)
+    t0 = time.monotonic()
+    try:
+        srv = subprocess.Popen(server_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    except OSError as e:
+        return Run("failed", {}, f"cannot start server: {e}", 0.0, cmd)
+    try:
+        if not _wait_listening(port, srv, 10.0):
+            return Run("failed", {}, "server did not accept connections within 10 s", time.monotonic() - t0, cmd)
+        run = run_command(client_argv, timeout)
+        run.cmd = cmd
+    finally:
+        if srv.poll() is None:
+            srv.send_signal(signal.SIGTERM)
+            try:
+                srv.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                _kill_group(srv)
+                srv.wait()
+        sout = srv.stdout.read() if srv.stdout else ""
+        if srv.stdout:
+            srv.stdout.close()
+        if srv.stderr:
+            srv.stderr.close()
+    sdata = last_json_line(sout)
+    if sdata is not None:
+        run.data = dict(run.data)
+        run.data["server"] = sdata
+        if run.status == "ok" and (sdata.get("ok") is False or sdata.get("errors")):
+            run.status, run.error = "failed", f"server reported: {sdata.get('error') or 'errors'}"
+    run.wall = time.monotonic() - t0
+    return run

@@ -1,0 +1,386 @@
+"""The figures of the benchmark suite and the implementations each one compares.
+
+Adding an implementation is one line in a figure's `impls` list:
+
+    I("ringo direct", "<bench_ringo_storage> " + STORAGE_ARGS + " --variant direct", tag="direct"),
+
+Command templates:
+  <name>      an executable, looked up in the build tree (build/bench, build/bench-storage) and in
+              bench/rust/target/release; missing => the row is reported as "not built".
+  {param}     a parameter of the data point ({qd}, {file}, {seconds}, {connections}, {port} ...).
+Names starting with "ringo" are ringo rows: the report gives their ratio to every baseline with the
+same `tag` (or to every baseline when the ringo row has no tag).
+
+Every program prints one JSON line (fields: bench, impl, variant, ops, bytes, seconds, cpu_seconds,
+syscalls, errors, ok, p50_ns, p99_ns, error ...); ok:false, a non-zero exit or no JSON is a failed run.
+`kind="fio"` rows run fio with the point's settings and convert its JSON output into the same fields;
+`kind="server"` rows start a server pinned to CPU 0, run the figure's client pinned to CPU 1, and
+stop the server with SIGTERM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+# --------------------------------------------------------------------------- data model
+
+
+@dataclass
+class Metric:
+    label: str                               # unit shown in tables and on the y axis
+    fn: Callable[[dict], float | None]       # value from one run's JSON
+    higher_is_better: bool = True
+
+
+@dataclass
+class Impl:
+    name: str
+    cmd: str | dict                          # template, or {sub: template} per panel (micro)
+    tag: str = ""                            # ringo rows are compared with baselines of the same tag
+    kind: str = "json"                       # json | fio | server
+    when: Callable[[dict], bool] | None = None   # run only at points where when(params) is true
+    params: dict = field(default_factory=dict)   # overrides of the point's parameters
+    profiles: tuple = ("quick", "full")
+    note: str = ""
+
+    @property
+    def is_ringo(self) -> bool:
+        return self.name.startswith("ringo")
+
+
+def I(name, cmd, **kw) -> Impl:  # noqa: E743 - short on purpose: one line per implementation
+    return Impl(name, cmd, **kw)
+
+
+@dataclass
+class Target:
+    ringo: str
+    baseline: str
+    min_ratio: float
+    where: str = "every x"                   # "every x" | "max x"
+    text: str = ""
+
+
+@dataclass
+class Figure:
+    name: str
+    title: str
+    kind: str                                # storage | syncasync | echo | pingpong | pipes | micro
+    x_label: str
+    metric: Metric
+    impls: list[Impl]
+    profiles: dict                           # profile -> settings (see the figures below)
+    plot: str = "lines-log2x"                # lines-log2x | lines | loglog | bars
+    client: str = ""                         # kind=server: the load generator's template
+    targets: list[Target] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    storage: bool = False                    # runs once per storage tier (panels = tiers)
+    panel_x_labels: dict = field(default_factory=dict)   # x-axis label per panel, where it differs
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _rate(field_name: str, scale: float = 1.0):
+    def fn(j: dict):
+        s = j.get("seconds")
+        v = j.get(field_name)
+        if not s or v is None or s <= 0:
+            return None
+        return v / s / scale
+    return fn
+
+
+MIBS = Metric("MiB/s", _rate("bytes", 1 << 20))
+IOPS = Metric("IOPS", _rate("ops"))
+def _msgs_per_sec(j: dict):
+    if j.get("msgs_per_sec") is not None:
+        return float(j["msgs_per_sec"])
+    return _rate("msgs")(j) if j.get("msgs") is not None else _rate("ops")(j)
+
+
+MSGS = Metric("round trips/s", _msgs_per_sec)
+TOTAL_MS = Metric("ms (total)", lambda j: j["seconds"] * 1e3 if j.get("seconds") is not None else None,
+                  higher_is_better=False)
+RUN_MS = Metric("ms per run", lambda j: j.get("ms"), higher_is_better=False)
+
+# --------------------------------------------------------------------------- executables
+# The ringo programs are written by the lead; these names are placeholders: rename here.
+
+RINGO_STORAGE = "bench_ringo_storage"     # bench/ringo: same CLI as bench_uring
+RINGO_ECHO = "echo_ringo"                 # bench/ringo: --port P [--fixed]
+RINGO_PINGPONG = "pingpong_ringo"         # bench/ringo: --mode ringo|ringo-fixed, else as bench_pingpong
+RINGO_PIPES = "pipes_ringo"               # bench/ringo: --mode ringo, else as bench_pipes
+RINGO_MICRO = "bench_ringo_micro"         # placeholder: the Rust baselines' subcommands, plus nop
+MONOIO, COMPIO, TOKIO = "ringo-bench-monoio", "ringo-bench-compio", "ringo-bench-tokio"
+
+# Common storage arguments; {offsets_arg} is "--offsets FILE" for random patterns, else empty.
+STORAGE_ARGS = "{mode} --file {file} --bs {bs} --qd {qd} --seconds {seconds} {offsets_arg}"
+RUST_ARGS = "{mode} --file {file} --bs {bs} --qd {qd} --seconds {seconds} --direct {direct01} {offsets_arg}"
+
+
+def qd1(p):
+    return p.get("qd") == 1
+
+
+def direct_tag(impl: Impl) -> bool:
+    return "direct" in impl.tag or "iopoll" in impl.tag
+
+
+def quick_disk(impl: Impl) -> bool:
+    """Quick profile, disk tier: the O_DIRECT rows only (and one libaio submit mode)."""
+    return direct_tag(impl) and "per-io" not in impl.name
+
+
+def _storage_impls() -> list[Impl]:
+    U = "<bench_uring> " + STORAGE_ARGS + " --variant "
+    R = f"<{RINGO_STORAGE}> " + STORAGE_ARGS + " --variant "
+    return [
+        I("liburing buffered", U + "buffered", tag="buffered"),
+        I("liburing fixed", U + "fixed", tag="fixed"),
+        I("liburing direct", U + "direct", tag="direct"),
+        I("liburing direct-fixed", U + "direct-fixed", tag="direct-fixed", profiles=("full",)),
+        I("liburing sqpoll", U + "sqpoll", tag="sqpoll"),
+        I("liburing iopoll", U + "iopoll", tag="iopoll"),
+        I("ringo buffered", R + "buffered", tag="buffered"),
+        I("ringo fixed", R + "fixed", tag="fixed"),
+        I("ringo direct", R + "direct", tag="direct"),
+        I("ringo direct-fixed", R + "direct-fixed", tag="direct-fixed", profiles=("full",)),
+        I("ringo sqpoll", R + "sqpoll", tag="sqpoll"),
+        I("ringo iopoll", R + "iopoll", tag="iopoll"),
+        I("libaio direct batched", "<bench_aio> " + STORAGE_ARGS + " --variant direct --submit batched", tag="direct"),
+        I("libaio direct per-io", "<bench_aio> " + STORAGE_ARGS + " --variant direct --submit per-io", tag="direct"),
+        I("psync buffered", "<bench_sync> " + STORAGE_ARGS + " --engine psync --variant buffered",
+          tag="buffered", when=qd1),
+        I("psync direct", "<bench_sync> " + STORAGE_ARGS + " --engine psync --variant direct",
+          tag="direct", when=qd1),
+        I("monoio buffered", f"<{MONOIO}> " + RUST_ARGS, tag="buffered", params={"direct01": 0}),
+        I("monoio direct", f"<{MONOIO}> " + RUST_ARGS, tag="direct", params={"direct01": 1}),
+        I("compio buffered", f"<{COMPIO}> " + RUST_ARGS, tag="buffered", params={"direct01": 0}),
+        I("compio direct", f"<{COMPIO}> " + RUST_ARGS, tag="direct", params={"direct01": 1}),
+        I("tokio buffered", f"<{TOKIO}> " + RUST_ARGS, tag="buffered", params={"direct01": 0}, profiles=("full",)),
+        I("fio io_uring direct", {"ioengine": "io_uring"}, kind="fio", tag="direct", params={"direct01": 1},
+          profiles=("full",)),
+        I("fio libaio direct", {"ioengine": "libaio"}, kind="fio", tag="direct", params={"direct01": 1},
+          profiles=("full",)),
+    ]
+
+
+def _storage_profiles(bs: int, mode: str) -> dict:
+    return {
+        # ~1 s per data point and implementation; the disk tier only runs the O_DIRECT rows
+        # (buffered reads of a file that fits in memory are page-cache hits on either tier).
+        "quick": dict(mode=mode, bs=bs, xs=[1, 4, 16, 64], seconds=0.3, warmup_seconds=0.1, reps=3,
+                      tiers=["loop", "disk"], tier_filter={"disk": quick_disk}),
+        "full": dict(mode=mode, bs=bs, xs=[1, 2, 4, 8, 16, 32, 64, 128], seconds=1.0, warmup_seconds=0.5,
+                     reps=5, tiers=["loop", "disk"]),
+    }
+
+
+def _storage_targets() -> list[Target]:
+    t = []
+    for v in ("buffered", "fixed", "direct", "sqpoll", "iopoll"):
+        t.append(Target(f"ringo {v}", f"liburing {v}", 0.98, "every x", "within 2 % of raw liburing"))
+    for b in ("monoio direct", "compio direct"):
+        t.append(Target("ringo direct", b, 1.25, "max x", "at least 1.25x at the highest QD"))
+    t.append(Target("ringo direct", "libaio direct batched", 1.0, "every x", "at least libaio"))
+    return t
+
+
+# --------------------------------------------------------------------------- figure 3: sync vs async
+
+ASYNC_QD = 32  # the seed's iodepth for its asynchronous engine
+
+
+def _workloads(modes, variants):
+    pts = []
+    for m in modes:
+        for v in variants:
+            pts.append({"x": f"{m} {v}", "mode": m.replace("seqmixed", "mixed"), "variant": v,
+                        "direct01": 1 if v == "direct" else 0,
+                        "pattern": "rand" if m.startswith("rand") else "seq"})
+    return pts
+
+
+def _syncasync_impls() -> list[Impl]:
+    A = STORAGE_ARGS + " --variant {variant}"
+    aq = {"qd": ASYNC_QD}
+    return [
+        I("psync (QD1)", "<bench_sync> " + A + " --engine psync", params={"qd": 1}),
+        I(f"posixaio (QD{ASYNC_QD})", "<bench_sync> " + A + " --engine posixaio", params=aq),
+        I(f"libaio (QD{ASYNC_QD})", "<bench_aio> " + A + " --submit batched", params=aq),
+        I(f"liburing (QD{ASYNC_QD})", "<bench_uring> " + A, params=aq),
+        I("liburing (QD1)", "<bench_uring> " + A, params={"qd": 1}, profiles=("full",)),
+        I(f"ringo (QD{ASYNC_QD})", f"<{RINGO_STORAGE}> " + A, params=aq),
+        I("ringo (QD1)", f"<{RINGO_STORAGE}> " + A, params={"qd": 1}, profiles=("full",)),
+        I("fio psync (QD1)", {"ioengine": "psync"}, kind="fio", params={"qd": 1}),
+        I(f"fio posixaio (QD{ASYNC_QD})", {"ioengine": "posixaio"}, kind="fio", params=aq),
+        I(f"fio libaio (QD{ASYNC_QD})", {"ioengine": "libaio"}, kind="fio", params=aq),
+        I(f"fio io_uring (QD{ASYNC_QD})", {"ioengine": "io_uring"}, kind="fio", params=aq),
+    ]
+
+
+# --------------------------------------------------------------------------- network figures
+# Programs from bench/net/. The echo client and servers follow their usage texts; the ping-pong and
+# pipes command lines are placeholders until those programs land (adjust the templates here).
+
+ECHO_CLIENT = "<bench_echo_client> --port {port} --conns {connections} --msg 1024 --seconds {seconds}"
+
+
+def _echo_impls() -> list[Impl]:
+    S = " --port {port}"
+    return [
+        I("ringo plain", f"<{RINGO_ECHO}>" + S, kind="server", tag=""),
+        I("ringo fixed files", f"<{RINGO_ECHO}>" + S + " --fixed", kind="server"),
+        I("liburing", "<echo_uring>" + S, kind="server"),
+        I("liburing fixed files", "<echo_uring_fixed>" + S, kind="server"),
+        I("epoll", "<echo_epoll>" + S, kind="server"),
+        I("asio", "<echo_asio>" + S, kind="server"),
+        I("monoio", f"<{MONOIO}> echo-server" + S, kind="server"),
+        I("compio", f"<{COMPIO}> echo-server" + S, kind="server"),
+        I("tokio", f"<{TOKIO}> echo-server" + S, kind="server"),
+    ]
+
+
+def _pingpong_impls() -> list[Impl]:
+    P = "<bench_pingpong> --conns {conns} --msgs {msgs} --mode "
+    return [
+        I("epoll + read/write", P + "epoll"),
+        I("io_uring poll + read/write", P + "uring-poll"),
+        I("io_uring recv/send", P + "uring"),
+        I("io_uring recv/send fixed files", P + "uring-fixed"),
+        I("io_uring recv/send sqpoll", P + "uring-sqpoll"),
+        I("io_uring splice", P + "splice"),
+        I("io_uring splice + hard link", P + "splice-link"),
+        I("ringo recv/send", f"<{RINGO_PINGPONG}> --conns {{conns}} --msgs {{msgs}} --mode ringo"),
+        I("ringo recv/send fixed files", f"<{RINGO_PINGPONG}> --conns {{conns}} --msgs {{msgs}} --mode ringo-fixed"),
+    ]
+
+
+def _pipes_impls() -> list[Impl]:
+    P = "<bench_pipes> --pipes 128 --rounds 256 --prefill {prefill} --mode "
+    return [
+        I("liburing", P + "uring"),
+        I("ringo", f"<{RINGO_PIPES}> --pipes 128 --rounds 256 --prefill {{prefill}} --mode ringo"),
+        I("epoll", P + "epoll"),
+        I("blocking read/write", P + "blocking"),
+    ]
+
+
+# --------------------------------------------------------------------------- micro benchmarks
+
+MICRO_SUBS = {
+    "spawn": "spawn --count {count}",
+    "yield": "yield --count {count}",
+    "channel": "channel --messages {count} --pairs 1 --capacity 1024",
+    "channel-pairs": "channel --messages {messages} --pairs {count} --capacity 1024",
+}
+
+
+def _micro(binary: str, subs=("spawn", "yield", "channel", "channel-pairs")) -> dict:
+    return {s: f"<{binary}> " + MICRO_SUBS[s] for s in subs}
+
+
+def _micro_impls() -> list[Impl]:
+    ringo = _micro(RINGO_MICRO)
+    ringo["nop"] = f"<{RINGO_MICRO}> nop --count {{count}}"
+    ringo["xthread-channel"] = f"<{RINGO_MICRO}> xchannel --messages {{count}}"
+    return [
+        I("ringo", ringo),
+        I("liburing", {"nop": "<bench_micro_uring> nop --count {count}"}),
+        I("asio", _micro("bench_asio_micro")),
+        I("monoio", _micro(MONOIO)),
+        I("compio", _micro(COMPIO)),
+        I("tokio", _micro(TOKIO)),
+    ]
+
+
+def _micro_points(counts, pair_counts, messages):
+    pts = []
+    for sub in ("spawn", "yield", "channel", "nop", "xthread-channel"):
+        pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in counts]
+    pts += [{"panel": "channel-pairs", "sub": "channel-pairs", "x": p, "count": p, "messages": messages}
+            for p in pair_counts]
+    return pts
+
+
+# --------------------------------------------------------------------------- the figures
+
+FIGURES: list[Figure] = [
+    Figure(
+        "seqread", "Sequential read, 64 KiB", "storage", "queue depth", MIBS, _storage_impls(),
+        _storage_profiles(65536, "seqread"), plot="lines-log2x", storage=True, targets=_storage_targets(),
+        notes=["Buffered rows read a file that fits in memory: after the first pass they are page-cache "
+               "copies, on either tier."]),
+    Figure(
+        "randread", "Random read, 4 KiB, shared seeded offsets", "storage", "queue depth", IOPS,
+        _storage_impls(), _storage_profiles(4096, "randread"), plot="lines-log2x", storage=True,
+        targets=_storage_targets()),
+    Figure(
+        "syncasync", "Sync vs async, 4 KiB (seed 001, fio-style)", "syncasync", "workload", IOPS,
+        _syncasync_impls(),
+        {
+            "quick": dict(bs=4096, points=_workloads(["randread", "randwrite", "randmixed"], ["buffered", "direct"]),
+                          seconds=0.3, warmup_seconds=0.1, reps=3, tiers=["loop"]),
+            "full": dict(bs=4096, points=_workloads(["seqread", "randread", "write", "randwrite", "seqmixed",
+                                                     "randmixed"], ["buffered", "direct"]),
+                         seconds=1.0, warmup_seconds=0.5, reps=5, tiers=["loop", "disk"]),
+        },
+        plot="bars", storage=True,
+        notes=["mixed = 80 % reads / 20 % writes (op k is a write when k mod 5 == 4; fio uses rwmixread=80). "
+               "Random rows read the shared seeded offsets file; fio draws its own offsets (randrepeat=1).",
+               "Latency is per I/O from submission to completion (fio: lat_ns, i.e. slat + clat).",
+               "fio rows: CPU is fio's own usr_cpu + sys_cpu for the job, which may leave out glibc's POSIX AIO "
+               "helper threads; fio reports no syscall count. posixaio syscalls (ours) are aio_suspend calls plus "
+               "one pread/pwrite per request made by glibc's helper threads.",
+               "Buffered random writes on the loop tier are slow for every engine alike (page-cache writeback "
+               "through ext4 and the loop device dominates)."]),
+    Figure(
+        "echo", "Echo server, 1 KiB messages (server CPU 0, client CPU 1)", "echo", "connections", MSGS,
+        _echo_impls(),
+        {"quick": dict(xs=[4, 16, 64], seconds=0.5, warmup_seconds=0.2, reps=3),
+         "full": dict(xs=[4, 8, 16, 32, 64], seconds=3.0, warmup_seconds=1.0, reps=5)},
+        plot="lines-log2x", client=ECHO_CLIENT,
+        targets=[Target("ringo plain", "epoll", 1.1, "every x", "at least 1.1x epoll"),
+                 Target("ringo plain", "asio", 1.1, "every x", "at least 1.1x Asio")]),
+    Figure(
+        "pingpong", "Ping-pong in one thread, 4-byte messages (seed 004)", "pingpong", "connections x round trips",
+        TOTAL_MS, _pingpong_impls(),
+        {"quick": dict(points=[{"x": "1x100000", "conns": 1, "msgs": 100000},
+                               {"x": "500x500", "conns": 500, "msgs": 500}], warmup_seconds=0, reps=3),
+         "full": dict(points=[{"x": "1x100000", "conns": 1, "msgs": 100000},
+                              {"x": "500x500", "conns": 500, "msgs": 500}], warmup_seconds=0, reps=5)},
+        plot="bars",
+        targets=[Target("ringo recv/send", "io_uring recv/send", 1.0, "every x", "at least raw io_uring recv/send")]),
+    Figure(
+        "pipes", "Pipes: 128 pipes x 256 rounds (seed 002)", "pipes", "pipes at read time",
+        RUN_MS, _pipes_impls(),
+        {"quick": dict(points=[{"x": "empty", "prefill": 0}, {"x": "prefilled", "prefill": 1}],
+                       warmup_seconds=0, reps=9),
+         "full": dict(points=[{"x": "empty", "prefill": 0}, {"x": "prefilled", "prefill": 1}],
+                      warmup_seconds=0, reps=9)},
+        plot="bars",
+        targets=[Target("ringo", "liburing", 0.95, "every x", "within 5 % of raw liburing")],
+        notes=["10 runs per point, the first (the warm-up) dropped, as in the seed; the table gives "
+               "avg ± stdev, min and max of the other 9. empty: reads are issued on empty pipes; "
+               "prefilled: the data is already there when the read is issued."]),
+    Figure(
+        "micro", "Runtime micro benchmarks", "micro", "count", TOTAL_MS, _micro_impls(),
+        {"quick": dict(points=_micro_points([10_000, 100_000, 1_000_000], [1, 4, 32], 100_000),
+                       warmup_seconds=0, reps=3),
+         "full": dict(points=_micro_points([10_000, 100_000, 1_000_000, 10_000_000], [1, 2, 4, 8, 16, 32],
+                                           1_000_000), warmup_seconds=0, reps=5)},
+        plot="loglog", panel_x_labels={"channel-pairs": "producer/consumer pairs (messages per pair fixed)",
+                                       "channel": "messages", "spawn": "tasks", "yield": "yields",
+                                       "nop": "NOPs", "xthread-channel": "messages"}),
+]
+
+FIGURE_NAMES = [f.name for f in FIGURES]
+
+
+def figure(name: str) -> Figure:
+    for f in FIGURES:
+        if f.name == name:
+            return f
+    raise KeyError(name)

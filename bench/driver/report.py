@@ -1,0 +1,581 @@
+"""Writes <figure>.csv, <figure>.png and REPORT.md from the per-figure result files."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+
+# Order of figures in the report (the registry's order).
+ORDER = ["seqread", "randread", "syncasync", "echo", "pingpong", "pipes", "micro"]
+
+CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
+              "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
+              "write_p50_us", "write_p99_us", "cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op",
+              "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "error", "cmd"]
+
+# Per-operation cost table of each kind of figure: (caption, fields joined with " · ").
+COST = {
+    "storage": ("CPU µs per I/O · syscalls per I/O", ["cpu_us_per_op", "syscalls_per_op"]),
+    "syncasync": ("CPU µs per I/O · syscalls per I/O", ["cpu_us_per_op", "syscalls_per_op"]),
+    "echo": ("server CPU µs per message · server syscalls per message",
+             ["server_cpu_us_per_msg", "server_syscalls_per_msg"]),
+    "pingpong": ("CPU µs per round trip · syscalls per round trip · event-loop syscalls per round trip",
+                 ["cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op"]),
+    "pipes": ("syscalls per operation · event-loop syscalls per round", ["syscalls_per_op", "loop_syscalls_per_op"]),
+    "micro": ("ns per operation", ["ns_per_op"]),
+}
+
+
+# --------------------------------------------------------------------------- machine
+
+def _cmd(argv, timeout=10) -> str:
+    exe = shutil.which(argv[0]) or (os.path.expanduser("~/.cargo/bin/" + argv[0])
+                                   if os.path.exists(os.path.expanduser("~/.cargo/bin/" + argv[0])) else None)
+    if not exe:
+        return "not installed"
+    try:
+        cp = subprocess.run([exe] + argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unknown ({e})"
+    out = cp.stdout.strip().splitlines()
+    return out[0].strip() if out and cp.returncode == 0 else "unknown"
+
+
+def _file_field(path: str, key: str) -> str:
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(key):
+                    return line.split(":", 1)[1].strip() if ":" in line else line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return "unknown"
+
+
+def machine_info(root: str) -> dict:
+    mem_kb = _file_field("/proc/meminfo", "MemTotal").split()[0]
+    try:
+        import matplotlib
+        mpl = matplotlib.__version__
+    except ImportError:
+        mpl = "not installed"
+    commit = _cmd(["git", "-C", root, "rev-parse", "--short", "HEAD"])
+    return {
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "nproc": os.cpu_count(),
+        "memory": f"{int(mem_kb) / 1024 / 1024:.1f} GiB" if mem_kb.isdigit() else "unknown",
+        "cpu": _file_field("/proc/cpuinfo", "model name"),
+        "kernel": os.uname().release,
+        "os": _file_field("/etc/os-release", "PRETTY_NAME"),
+        "compiler": _cmd(["g++", "--version"]),
+        "cmake": _cmd(["cmake", "--version"]),
+        "liburing": _cmd(["pkg-config", "--modversion", "liburing"]),
+        "libaio": _cmd(["dpkg-query", "-W", "-f=${Version}", "libaio-dev"]),
+        "asio": _cmd(["dpkg-query", "-W", "-f=${Version}", "libasio-dev"]),
+        "rustc": _cmd(["rustc", "--version"]),
+        "fio": _cmd(["fio", "--version"]),
+        "python": platform.python_version(),
+        "matplotlib": mpl,
+        "commit": commit if commit not in ("unknown", "not installed") else "none (uncommitted tree)",
+    }
+
+
+# --------------------------------------------------------------------------- formatting
+
+def fnum(v) -> str:
+    if v is None:
+        return "–"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def _xs(res: dict, panel: str) -> list:
+    xs = []
+    for r in res["rows"]:
+        if r["panel"] == panel and r["x"] not in xs:
+            xs.append(r["x"])
+    return xs
+
+
+def _impl_order(res: dict) -> list[str]:
+    return [i["name"] for i in res["impls"]]
+
+
+def _cell(res, panel, x, impl):
+    for r in res["rows"]:
+        if r["panel"] == panel and r["x"] == x and r["impl"] == impl:
+            return r
+    return None
+
+
+def _status_text(r: dict) -> str:
+    if r["status"] == "ok":
+        return fnum(r["median"]) + (f" [{fnum(r['min'])}–{fnum(r['max'])}]" if r["runs_ok"] > 1 else "")
+    return {"failed": "**failed**", "unsupported": "unsupported"}.get(r["status"], r["status"])
+
+
+def _speedup(res, a, b):
+    if a is None or b is None or a <= 0 or b <= 0:
+        return None
+    return a / b if res["higher_is_better"] else b / a
+
+
+def _x_head(res, x) -> str:
+    lab = res["x_label"]
+    if lab == "queue depth":
+        return f"QD {x}"
+    if lab in ("connections", "count"):
+        return f"{x:,}" if isinstance(x, int) else str(x)
+    return str(x)
+
+
+# --------------------------------------------------------------------------- CSV + plot
+
+def write_csv(results_dir: str, res: dict) -> str:
+    path = os.path.join(results_dir, f"{res['figure']}.csv")
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in res["rows"]:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_FIELDS})
+    return path
+
+
+def write_plot(results_dir: str, res: dict, log=print) -> str | None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("[report] matplotlib missing: no plots")
+        return None
+    panels = [p for p in res["panels"] if p["available"] and any(r["panel"] == p["name"] for r in res["rows"])]
+    if not panels:
+        panels = res["panels"][:1]
+    if not panels:
+        return None
+    n = len(panels)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    width = 6.2 * cols if res["plot"] != "bars" else max(6.2 * cols, 11.0)
+    fig, axes = plt.subplots(rows, cols, figsize=(width, 4.6 * rows), squeeze=False)
+    impls = _impl_order(res)
+    # Lines: colour = system (first word of the name), line style + marker = variant (the rest).
+    # Bars: one colour per implementation.
+    families = []
+    variants = []
+    for name in impls:
+        fam, _, var = name.partition(" ")
+        if fam not in families:
+            families.append(fam)
+        if var not in variants:
+            variants.append(var)
+    fam_cmap = plt.get_cmap("tab10")
+    bar_cmap = plt.get_cmap("tab20")
+    if res["plot"] == "bars":
+        colour = {name: bar_cmap(i % 20) for i, name in enumerate(impls)}
+    else:
+        colour = {name: fam_cmap(families.index(name.partition(" ")[0]) % 10) for name in impls}
+    styles = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1))]
+    markers = "os^vD<>ph*xP"
+
+    def var_index(name):
+        return variants.index(name.partition(" ")[2])
+    handles = {}
+    for k, panel in enumerate(panels):
+        ax = axes[k // cols][k % cols]
+        pname = panel["name"]
+        xs = _xs(res, pname)
+        skipped = []
+        if res["plot"] == "bars":
+            shown = [i for i in impls if any(r["status"] == "ok" and r["impl"] == i and r["panel"] == pname
+                                             for r in res["rows"])]
+            bw = 0.8 / max(1, len(shown))
+            for j, name in enumerate(shown):
+                for xi, x in enumerate(xs):
+                    r = _cell(res, pname, x, name)
+                    if not r or r["status"] != "ok" or r["median"] is None:
+                        continue
+                    pos = xi - 0.4 + bw * (j + 0.5)
+                    err = [[r["median"] - r["min"]], [r["max"] - r["median"]]]
+                    h = ax.bar(pos, r["median"], bw, color=colour[name], yerr=err, capsize=2,
+                               edgecolor="black" if name.startswith("ringo") else None,
+                               linewidth=1.2 if name.startswith("ringo") else 0)
+                    handles.setdefault(name, h)
+            ax.set_xticks(range(len(xs)))
+            ax.set_xticklabels([str(x) for x in xs], rotation=20, ha="right")
+            meds = [r["median"] for r in res["rows"] if r["panel"] == pname and r["status"] == "ok"
+                    and r["median"]]
+            if meds and max(meds) / min(meds) > 30:  # e.g. buffered writes next to page-cache reads
+                ax.set_yscale("log")
+        else:
+            for j, name in enumerate(impls):
+                pts = [(_cell(res, pname, x, name)) for x in xs]
+                pts = [r for r in pts if r and r["status"] == "ok" and r["median"] is not None]
+                if not pts:
+                    continue
+                xv = [r["x"] for r in pts]
+                yv = [r["median"] for r in pts]
+                lo = [r["median"] - r["min"] for r in pts]
+                hi = [r["max"] - r["median"] for r in pts]
+                ringo = name.startswith("ringo")
+                vi = var_index(name)
+                h = ax.errorbar(xv, yv, yerr=[lo, hi], color=colour[name], marker=markers[vi % len(markers)],
+                                linestyle=styles[vi % len(styles)], linewidth=2.4 if ringo else 1.2,
+                                markersize=6 if ringo else 4, capsize=2, label=name)
+                handles.setdefault(name, h)
+            if res["plot"] == "lines-log2x":
+                ax.set_xscale("log", base=2)
+                num = [x for x in xs if isinstance(x, (int, float))]
+                if num:
+                    ax.set_xticks(num)
+                    ax.set_xticklabels([str(x) for x in num])
+            elif res["plot"] == "loglog":
+                ax.set_xscale("log")
+                ax.set_yscale("log")
+        for r in res["rows"]:
+            if r["panel"] == pname and r["status"] != "ok":
+                tag = f"{r['impl']}: {r['status']}"
+                if tag not in skipped:
+                    skipped.append(tag)
+        if skipped:
+            ax.text(0.01, 0.99, "not plotted:\n" + "\n".join(skipped[:8]) + ("\n…" if len(skipped) > 8 else ""),
+                    transform=ax.transAxes, va="top", ha="left", fontsize=7, color="0.35")
+        title = f"tier: {pname}" if res.get("storage") else pname
+        if title:
+            ax.set_title(title, fontsize=10)
+        ax.set_xlabel(res.get("panel_x_labels", {}).get(pname, res["x_label"]))
+        ax.set_ylabel(res["metric"])
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_yscale() == "linear":
+            ax.set_ylim(bottom=0)
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    fig.suptitle(f"{res['title']} — {res['profile']} profile", fontsize=12)
+    if handles:
+        ncol = max(1, min(len(handles), int(width // 2.3)))
+        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center",
+                   ncol=ncol, fontsize=8, frameon=False)
+        legend_rows = math.ceil(len(handles) / ncol)
+        fig.tight_layout(rect=(0, 0.04 + 0.035 * legend_rows, 1, 0.96))
+    else:
+        fig.text(0.5, 0.5, "no successful runs", ha="center")
+        fig.tight_layout(rect=(0, 0, 1, 0.96))
+    path = os.path.join(results_dir, f"{res['figure']}.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_figure(results_dir: str, res: dict, log=print) -> None:
+    write_csv(results_dir, res)
+    write_plot(results_dir, res, log)
+
+
+# --------------------------------------------------------------------------- REPORT.md
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def _figure_section(res: dict) -> list[str]:
+    L = [f"## {res['title']} (`{res['figure']}`)", ""]
+    meta = [f"profile {res['profile']}", f"{res['reps']} run(s) per point"
+            + (" after a warm-up" if res.get("warmup") else "")]
+    if res.get("seconds"):
+        meta.append(f"{res['seconds']} s per run")
+    if res.get("bs"):
+        meta.append(f"block size {res['bs'] // 1024} KiB")
+    if res.get("file_size"):
+        meta.append(f"test file {res['file_size'] >> 20} MiB")
+    meta.append(f"started {res['started']}, took {res['duration_s']:.0f} s")
+    if res.get("load"):
+        meta.append(f"load average {res['load'][0]:.2f} at the start, {res['load'][1]:.2f} at the end"
+                    + (" (**busy machine: expect noise**)" if max(res["load"]) > 0.5 * (os.cpu_count() or 1) else ""))
+    L.append("; ".join(meta) + ".")
+    L.append("")
+    if res.get("storage"):
+        L.append("Storage tiers:")
+        for p in res["panels"]:
+            L.append(f"- **{p['name']}**: " + (p["description"] if p["available"]
+                                                 else f"unavailable ({p['reason']})"))
+        L.append("")
+    for n in res.get("notes", []):
+        L.append(f"> {n}")
+    if res.get("notes"):
+        L.append("")
+    if os.path.exists(os.path.join(REPORT_DIR[0], f"{res['figure']}.png")):
+        L += [f"![{res['figure']}]({res['figure']}.png)", ""]
+    impls = _impl_order(res)
+    not_built = [i for i in res["impls"] if i["status"] == "not built"]
+    better = "higher is better" if res["higher_is_better"] else "lower is better"
+    for panel in res["panels"]:
+        if not panel["available"]:
+            continue
+        pname = panel["name"]
+        xs = _xs(res, pname)
+        if not xs:
+            continue
+        names = [i for i in impls if any(r["impl"] == i and r["panel"] == pname for r in res["rows"])]
+        where = f" — tier {pname}" if res.get("storage") else (f" — {pname}" if pname else "")
+        L.append(f"### {res['metric']}{where} (median [min–max], {better})")
+        L.append("")
+        rows = []
+        for name in names:
+            row = [name]
+            for x in xs:
+                r = _cell(res, pname, x, name)
+                row.append(_status_text(r) if r else "")
+            rows.append(row)
+        xl = res.get("panel_x_labels", {}).get(pname, res["x_label"])
+        L += _table([xl] + [_x_head(res, x) for x in xs], rows)
+        L.append("")
+        # cost per operation
+        caption, keys = COST.get(res["kind"], COST["storage"])
+        if any(r.get(k) is not None for r in res["rows"] if r["panel"] == pname for k in keys):
+            L.append(f"{caption}{where}:")
+            L.append("")
+            rows = []
+            for name in names:
+                row = [name]
+                for x in xs:
+                    r = _cell(res, pname, x, name)
+                    if not r or r["status"] != "ok":
+                        row.append("")
+                        continue
+                    row.append(" · ".join(fnum(r.get(k)) for k in keys))
+                rows.append(row)
+            L += _table([xl] + [_x_head(res, x) for x in xs], rows)
+            L.append("")
+        # latency
+        if res["kind"] in ("syncasync", "echo"):
+            L.append(f"Latency p50 / p99 in µs{where}" +
+                     (" (mixed: r = reads, w = writes):" if res["kind"] == "syncasync" else ":"))
+            L.append("")
+            rows = []
+            for name in names:
+                row = [name]
+                for x in xs:
+                    r = _cell(res, pname, x, name)
+                    if not r or r["status"] != "ok":
+                        row.append("")
+                    elif r.get("read_p50_us") is not None and r.get("write_p50_us") is not None:
+                        row.append(f"r {fnum(r['read_p50_us'])} / {fnum(r['read_p99_us'])}, "
+                                   f"w {fnum(r['write_p50_us'])} / {fnum(r['write_p99_us'])}")
+                    else:
+                        row.append(f"{fnum(r.get('p50_us'))} / {fnum(r.get('p99_us'))}")
+                rows.append(row)
+            L += _table([res["x_label"]] + [_x_head(res, x) for x in xs], rows)
+            L.append("")
+        if res["kind"] == "pipes":
+            L.append(f"avg ± stdev, min, max in ms over the measured runs{where}:")
+            L.append("")
+            rows = []
+            for n in names:
+                row = [n]
+                for x in xs:
+                    r = _cell(res, pname, x, n)
+                    row.append(f"{fnum(r.get('mean'))} ± {fnum(r.get('stdev'))}, {fnum(r.get('min'))}, "
+                               f"{fnum(r.get('max'))}" if r and r["status"] == "ok" else "")
+                rows.append(row)
+            L += _table([xl] + [str(x) for x in xs], rows)
+            L.append("")
+        # ratios
+        L += _ratio_section(res, pname, xs, where)
+    L += _targets_section(res)
+    failed = [r for r in res["rows"] if r["status"] == "failed"]
+    unsup = {}
+    for r in res["rows"]:
+        if r["status"] == "unsupported":
+            unsup.setdefault((r["impl"], r["panel"]), r["error"])
+    if unsup:
+        L.append("Unsupported here: " + "; ".join(f"{i} on {p or 'this machine'} ({e})" for (i, p), e in unsup.items())
+                 + ".")
+        L.append("")
+    if failed:
+        L.append("Failed points (not plotted):")
+        L.append("")
+        groups: dict[tuple, list] = {}
+        for r in failed:
+            groups.setdefault((r["impl"], r["panel"]), []).append(r)
+        for (impl, panel), rs in list(groups.items())[:25]:
+            where = ", ".join(_x_head(res, r["x"]) for r in rs)
+            errs = []
+            for r in rs:
+                if r["error"] not in errs:
+                    errs.append(r["error"])
+            L.append(f"- {impl}, {panel + ', ' if panel else ''}{where}: {'; '.join(errs[:2])}"
+                     + (" …" if len(errs) > 2 else ""))
+        if len(groups) > 25:
+            L.append(f"- … more in {res['figure']}.csv")
+        L.append("")
+    if not_built:
+        L.append("Not built: " + "; ".join(f"{i['name']} ({i['reason']})" for i in not_built) + ".")
+        L.append("")
+    return L
+
+
+def _ratio_section(res, pname, xs, where) -> list[str]:
+    rows_ok = [r for r in res["rows"] if r["panel"] == pname and r["status"] == "ok"]
+    ringo = [i for i in _impl_order(res) if i.startswith("ringo") and any(r["impl"] == i for r in rows_ok)]
+    tags = {i["name"]: i["tag"] for i in res["impls"]}
+    if not ringo:
+        if any(i.startswith("ringo") for i in _impl_order(res)):
+            return [f"Ringo vs baselines{where}: no ringo results in this run.", ""]
+        return []
+    L = [f"Ringo vs baselines{where}: speed-up (ratio of medians; > 1 means ringo is better):", ""]
+    rows = []
+    for ri in ringo:
+        for b in _impl_order(res):
+            if b.startswith("ringo") or not any(r["impl"] == b for r in rows_ok):
+                continue
+            if tags.get(ri) and tags.get(b) and tags[ri] != tags[b]:
+                continue
+            if tags.get(ri) and not tags.get(b):
+                continue
+            row = [f"{ri} / {b}"]
+            for x in xs:
+                a, c = _cell(res, pname, x, ri), _cell(res, pname, x, b)
+                s = _speedup(res, a["median"] if a and a["status"] == "ok" else None,
+                             c["median"] if c and c["status"] == "ok" else None)
+                row.append(f"{s:.2f}x" if s else "")
+            rows.append(row)
+    L += _table(["ringo / baseline"] + [_x_head(res, x) for x in xs], rows)
+    L.append("")
+    return L
+
+
+def _targets_section(res) -> list[str]:
+    if not res.get("targets"):
+        return []
+    L = ["Targets for ringo:", ""]
+    rows = []
+    have = {r["impl"] for r in res["rows"] if r["status"] == "ok"}
+    if not any(t["ringo"] in have for t in res["targets"]):
+        names = sorted({t["ringo"] for t in res["targets"]})
+        return [f"Targets for ringo: not checked, no results for {', '.join(names)} in this run.", ""]
+    for t in res["targets"]:
+        for panel in res["panels"]:
+            if not panel["available"]:
+                continue
+            pname = panel["name"]
+            xs = _xs(res, pname)
+            present = {r["impl"] for r in res["rows"] if r["panel"] == pname}
+            if t["ringo"] not in present and t["baseline"] not in present:
+                continue  # neither runs on this tier in this profile
+            pairs = []
+            for x in xs:
+                a, b = _cell(res, pname, x, t["ringo"]), _cell(res, pname, x, t["baseline"])
+                if a and b and a["status"] == "ok" and b["status"] == "ok":
+                    s = _speedup(res, a["median"], b["median"])
+                    if s:
+                        pairs.append((x, s))
+            if t["where"] == "max x" and pairs:
+                pairs = [pairs[-1]]
+            label = f"{t['ringo']} vs {t['baseline']}: {t['text']}" + (f" ({pname})" if pname else "")
+            if not pairs:
+                rows.append([label, "no data", ""])
+                continue
+            worst = min(pairs, key=lambda p: p[1])
+            ok = all(s >= t["min_ratio"] for _, s in pairs)
+            a, b = _cell(res, pname, worst[0], t["ringo"]), _cell(res, pname, worst[0], t["baseline"])
+            spread = ", ".join(f"{(r['max'] - r['min']) / r['median'] * 100:.0f} %" for r in (a, b)
+                               if r["median"])
+            status = "met"
+            if not ok:
+                # Best case for ringo within the runs taken: would the target be met?
+                best = _speedup(res, a["max"], b["min"]) if res["higher_is_better"] else _speedup(res, a["min"], b["max"])
+                status = "**not met**" + (" (within run-to-run spread)" if best and best >= t["min_ratio"] else "")
+            rows.append([label, status, f"{worst[1]:.2f}x at {_x_head(res, worst[0])} (needs {t['min_ratio']:.2f}x; "
+                                        f"spread ringo, baseline: {spread})"])
+    L += _table(["target", "status", "worst"], rows)
+    L.append("")
+    return L
+
+
+REPORT_DIR = [""]
+
+
+def write_all(results_dir: str, log=print) -> str:
+    REPORT_DIR[0] = results_dir
+    figs = []
+    for name in ORDER + sorted(f[:-5] for f in os.listdir(results_dir) if f.endswith(".json")):
+        p = os.path.join(results_dir, f"{name}.json")
+        if name == "machine" or name in [f["figure"] for f in figs] or not os.path.exists(p):
+            continue
+        with open(p) as fh:
+            res = json.load(fh)
+        if "figure" in res:
+            figs.append(res)
+    try:
+        with open(os.path.join(results_dir, "machine.json")) as fh:
+            m = json.load(fh)
+    except (OSError, ValueError):
+        m = {}
+    for res in figs:  # CSV/PNG are cheap; keep them in step with the JSON
+        write_figure(results_dir, res, log)
+    L = ["# ringo benchmark report", ""]
+    profiles = sorted({r["profile"] for r in figs})
+    L.append(f"Generated {dt.datetime.now().isoformat(timespec='seconds')} by `scripts/bench` "
+             f"(profile {', '.join(profiles) or '–'}). Each figure section gives its own date and settings.")
+    L.append("")
+    L.append("## Machine")
+    L.append("")
+    keys = [("CPU", "cpu"), ("nproc", "nproc"), ("memory", "memory"), ("kernel", "kernel"), ("OS", "os"),
+            ("compiler", "compiler"), ("CMake", "cmake"), ("liburing", "liburing"), ("libaio", "libaio"),
+            ("Asio", "asio"), ("rustc", "rustc"), ("fio", "fio"), ("Python / matplotlib", None),
+            ("commit", "commit")]
+    rows = []
+    for label, k in keys:
+        v = f"{m.get('python', '?')} / {m.get('matplotlib', '?')}" if k is None else str(m.get(k, "unknown"))
+        rows.append([label, v])
+    L += ["| | |", "|---|---|"] + [f"| {a} | {b} |" for a, b in rows]
+    L.append("")
+    L.append("## How to read this")
+    L.append("")
+    L += [
+        "- Every data point is the median of several runs taken after a warm-up run; implementations are "
+        "interleaved (each round runs every implementation once, the order rotated each round). "
+        "Brackets give the min and max of those runs.",
+        "- Every program checks every I/O result. A run that reports an error, says `ok: false`, exits "
+        "non-zero or prints no JSON is **failed**: the point is shown as failed and never plotted.",
+        "- *unsupported* means the kernel or device refused the feature (probed once per tier, e.g. IOPOLL "
+        "on a device without poll queues); *not built* means the program is missing from the build.",
+        "- Storage figures run on two tiers: **loop** (a loop device on /dev/shm: stable, measures the "
+        "software cost per I/O) and **disk** (a file on the machine's real disk, here a noisy virtio disk).",
+        "- Ratios are ringo's speed-up over each baseline at the same point (> 1 = ringo better).",
+        "",
+    ]
+    if figs:
+        L.append("Figures: " + ", ".join(f"[{r['title']}](#{_anchor(r)})" for r in figs) + ".")
+        L.append("")
+    for res in figs:
+        L += _figure_section(res)
+    path = os.path.join(results_dir, "REPORT.md")
+    with open(path, "w") as fh:
+        fh.write("\n".join(L).rstrip() + "\n")
+    log(f"[report] wrote {path}")
+    return path
+
+
+def _anchor(res) -> str:
+    text = f"{res['title']} ({res['figure']})".lower()
+    out = "".join(c for c in text if c.isalnum() or c in " -_")
+    return out.replace(" ", "-")

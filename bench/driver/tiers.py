@@ -1,0 +1,261 @@
+"""Storage tiers for the file figures, their test files and the shared random-offsets file.
+
+Two tiers:
+  loop  a loop device backed by a file in /dev/shm, formatted ext4 and mounted under bench/work/
+        (the raw device is used if mkfs/mount fail). Created at start, removed at the end even on
+        failure: the state is written to bench/work/loop-tier.state so that scripts/bench's EXIT
+        trap (or the next run) can clean up after a killed driver.
+  disk  a file under bench/work/ on whatever disk holds the checkout (the virtio disk here).
+
+Random offsets: one file of little-endian u64 byte offsets per (file size, block size), made from a
+fixed seed with splitmix64, so every language reads exactly the same offsets:
+    state = SEED; for each i: state += 0x9E3779B97F4A7C15; z = mix(state); offset = (z % nblocks) * bs
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+SEED = 0x52494E474F  # "RINGO"
+OFFSETS_COUNT = 1 << 20
+MASK64 = (1 << 64) - 1
+STATE_NAME = "loop-tier.state"
+
+
+def splitmix64(state: int) -> tuple[int, int]:
+    state = (state + 0x9E3779B97F4A7C15) & MASK64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return state, z ^ (z >> 31)
+
+
+def offsets_file(workdir: str, file_size: int, bs: int, count: int = OFFSETS_COUNT) -> str:
+    """Path of the offsets file for this size and block size, generated once and cached."""
+    path = os.path.join(workdir, f"offsets-{file_size}-{bs}-{SEED:x}-{count}.bin")
+    if os.path.exists(path) and os.path.getsize(path) == 8 * count:
+        return path
+    nblocks = file_size // bs
+    if nblocks < 1:
+        raise ValueError("file smaller than one block")
+    state = SEED
+    out = bytearray()
+    pack = struct.Struct("<Q").pack
+    for _ in range(count):
+        state, z = splitmix64(state)
+        out += pack((z % nblocks) * bs)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(out)
+    os.replace(tmp, path)
+    return path
+
+
+def write_test_file(path: str, size: int) -> None:
+    """Writes `size` bytes of incompressible, non-zero data (a real allocation, not a sparse file)."""
+    chunk = bytearray(os.urandom(1 << 20))
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        left = size
+        i = 0
+        while left > 0:
+            n = min(left, len(chunk))
+            chunk[0:8] = struct.pack("<Q", i)  # every MiB differs
+            f.write(chunk[:n])
+            left -= n
+            i += 1
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _run(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+
+
+@dataclass
+class Tier:
+    name: str                 # "loop" or "disk"
+    available: bool
+    description: str
+    file: str | None = None   # test file path (or raw device)
+    file_size: int = 0
+    reason: str = ""          # why unavailable
+    offsets: dict = field(default_factory=dict)  # bs -> offsets path
+
+    def offsets_for(self, workdir: str, bs: int) -> str:
+        if bs not in self.offsets:
+            self.offsets[bs] = offsets_file(workdir, self.file_size, bs)
+        return self.offsets[bs]
+
+
+def _read_state(workdir: str) -> dict:
+    st = {}
+    try:
+        with open(os.path.join(workdir, STATE_NAME)) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.strip().split("=", 1)
+                    st[k] = v
+    except FileNotFoundError:
+        pass
+    return st
+
+
+def _write_state(workdir: str, st: dict) -> None:
+    with open(os.path.join(workdir, STATE_NAME), "w") as f:
+        for k, v in st.items():
+            f.write(f"{k}={v}\n")
+
+
+def cleanup_loop(workdir: str, log=print) -> None:
+    """Unmounts, detaches and deletes whatever a previous loop tier left behind (idempotent)."""
+    st = _read_state(workdir)
+    if not st:
+        return
+    if st.get("mount") and os.path.ismount(st["mount"]):
+        r = _run(["umount", st["mount"]])
+        if r.returncode != 0:
+            _run(["umount", "-l", st["mount"]])
+    if st.get("mount"):
+        try:
+            os.rmdir(st["mount"])
+        except OSError:
+            pass
+    if st.get("loop"):
+        _run(["losetup", "-d", st["loop"]])
+    if st.get("image"):
+        try:
+            os.unlink(st["image"])
+        except FileNotFoundError:
+            pass
+    os.unlink(os.path.join(workdir, STATE_NAME))
+    log(f"[tiers] loop tier removed ({st.get('loop', '?')}, {st.get('image', '?')})")
+
+
+class Tiers:
+    """Creates the tiers a run needs and removes the loop tier again (use as a context manager)."""
+
+    def __init__(self, workdir: str, file_size: int, log=print):
+        self.workdir = workdir
+        self.file_size = file_size
+        self.log = log
+        self.tiers: dict[str, Tier] = {}
+        os.makedirs(workdir, exist_ok=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        cleanup_loop(self.workdir, self.log)
+        return False
+
+    def get(self, name: str) -> Tier:
+        if name not in self.tiers:
+            self.tiers[name] = self._make_loop() if name == "loop" else self._make_disk()
+        return self.tiers[name]
+
+    # ------------------------------------------------------------- disk
+
+    def _make_disk(self) -> Tier:
+        path = os.path.join(self.workdir, f"disk-testfile-{self.file_size}.bin")
+        src = _run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "-T", self.workdir]).stdout.strip() or "?"
+        try:
+            if not (os.path.exists(path) and os.path.getsize(path) == self.file_size):
+                for old in os.listdir(self.workdir):  # one test file at a time on the disk
+                    if old.startswith("disk-testfile-") and old != os.path.basename(path):
+                        os.unlink(os.path.join(self.workdir, old))
+                self.log(f"[tiers] writing disk test file {path} ({self.file_size >> 20} MiB)")
+                write_test_file(path, self.file_size)
+        except OSError as e:
+            return Tier("disk", False, f"file on {src}", reason=f"cannot write test file: {e}")
+        desc = f"file {os.path.relpath(path, os.path.dirname(os.path.dirname(self.workdir)))} on {src}"
+        dev = src.split()[0] if src != "?" else ""
+        base = os.path.basename(dev)
+        sysq = f"/sys/block/{base}/queue"
+        if base and os.path.isdir(sysq):
+            try:
+                sched = open(f"{sysq}/scheduler").read().strip()
+                if "[" in sched:
+                    sched = sched[sched.index("[") + 1:sched.index("]")]
+                rot = open(f"{sysq}/rotational").read().strip()
+                desc += f" (scheduler {sched}, rotational {rot})"
+            except OSError:
+                pass
+        return Tier("disk", True, desc, file=path, file_size=self.file_size)
+
+    # ------------------------------------------------------------- loop
+
+    def _make_loop(self) -> Tier:
+        cleanup_loop(self.workdir, self.log)  # leftovers of a killed run
+        if shutil.which("losetup") is None:
+            return Tier("loop", False, "loop device on /dev/shm", reason="losetup not installed")
+        if not os.path.isdir("/dev/shm"):
+            return Tier("loop", False, "loop device on /dev/shm", reason="/dev/shm missing")
+        image = f"/dev/shm/ringo-bench-{os.getpid()}.img"
+        # ext4 metadata and journal: a quarter extra plus 64 MiB.
+        img_size = self.file_size + self.file_size // 4 + (64 << 20)
+        st = {"image": image}
+        _write_state(self.workdir, st)
+        try:
+            with open(image, "wb") as f:
+                f.truncate(img_size)
+        except OSError as e:
+            cleanup_loop(self.workdir, self.log)
+            return Tier("loop", False, "loop device on /dev/shm", reason=f"cannot create {image}: {e}")
+        r = _run(["losetup", "--find", "--show", image])
+        if r.returncode != 0 or not r.stdout.strip():
+            cleanup_loop(self.workdir, self.log)
+            return Tier("loop", False, "loop device on /dev/shm",
+                        reason=f"losetup failed: {(r.stderr or r.stdout).strip()}")
+        loop = r.stdout.strip()
+        st["loop"] = loop
+        _write_state(self.workdir, st)
+        mnt = os.path.join(self.workdir, "loopmnt")
+        os.makedirs(mnt, exist_ok=True)
+        st["mount"] = mnt
+        _write_state(self.workdir, st)
+        mk = _run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop]) \
+            if shutil.which("mkfs.ext4") else None
+        mounted = False
+        if mk is not None and mk.returncode == 0:
+            mo = _run(["mount", "-o", "noatime", loop, mnt])
+            mounted = mo.returncode == 0
+            why = "" if mounted else f"mount failed: {mo.stderr.strip()}"
+        else:
+            why = "mkfs.ext4 missing" if mk is None else f"mkfs.ext4 failed: {mk.stderr.strip()}"
+        size_mib = img_size >> 20
+        try:
+            if mounted:
+                path = os.path.join(mnt, "testfile.bin")
+                self.log(f"[tiers] loop tier: {loop} ext4 on /dev/shm ({size_mib} MiB), "
+                         f"writing {self.file_size >> 20} MiB test file")
+                write_test_file(path, self.file_size)
+                desc = f"ext4 on {loop} backed by {image} ({size_mib} MiB image in tmpfs, loop direct-io off)"
+                return Tier("loop", True, desc, file=path, file_size=self.file_size)
+            self.log(f"[tiers] loop tier: {why}; using the raw device {loop}")
+            with open(loop, "r+b") as f:
+                chunk = os.urandom(1 << 20)
+                for _ in range(self.file_size >> 20):
+                    f.write(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+            desc = f"raw {loop} backed by {image} ({size_mib} MiB in tmpfs; {why})"
+            return Tier("loop", True, desc, file=loop, file_size=self.file_size)
+        except OSError as e:
+            cleanup_loop(self.workdir, self.log)
+            return Tier("loop", False, "loop device on /dev/shm", reason=f"cannot fill the loop tier: {e}")
+
+
+if __name__ == "__main__":
+    # `python3 tiers.py cleanup WORKDIR`: used by scripts/bench's EXIT trap.
+    if len(sys.argv) == 3 and sys.argv[1] == "cleanup":
+        cleanup_loop(sys.argv[2])
+    else:
+        print("usage: tiers.py cleanup WORKDIR", file=sys.stderr)
+        sys.exit(2)
