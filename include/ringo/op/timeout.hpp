@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include <ringo/op/base.hpp>
+#include <ringo/op/common.hpp>
 
 namespace ringo::op {
 
@@ -31,6 +32,51 @@ inline Timeout timeout(__kernel_timespec ts, unsigned count = 0, unsigned flags 
 template <class Rep, class Period>
 Timeout timeout(std::chrono::duration<Rep, Period> d, unsigned count = 0, unsigned flags = 0) noexcept {
     return {to_timespec(d), count, flags};
+}
+
+/// IORING_OP_TIMEOUT_REMOVE (5.5): removes the armed timeout whose user_data is `target`
+/// (see user_data_of): 0, -ENOENT when not found, -EALREADY when it is firing. The removed
+/// timeout completes with -ECANCELED.
+struct TimeoutRemove : Op<TimeoutRemove> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
+    TimeoutRemove(std::uint64_t target, unsigned flags) noexcept : target_(target), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_timeout_remove(s, target_, flags_); }
+    std::uint64_t target_; unsigned flags_;
+};
+inline TimeoutRemove timeout_remove(std::uint64_t target_user_data, unsigned flags = 0) noexcept { return {target_user_data, flags}; }
+
+/// IORING_OP_TIMEOUT_REMOVE with IORING_TIMEOUT_UPDATE (5.11): re-arms the timeout `target`
+/// to expire after `ts` (absolute with timeout_abs): 0 or -ENOENT. With
+/// uring::compat::link_timeout_update in `flags` it updates a link_timeout instead.
+struct TimeoutUpdate : Op<TimeoutUpdate> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
+    TimeoutUpdate(std::uint64_t target, __kernel_timespec ts, unsigned flags) noexcept : target_(target), ts_(ts), flags_(flags) {}
+    void prepare(io_uring_sqe* s) noexcept { io_uring_prep_timeout_update(s, &ts_, target_, flags_); }
+    std::uint64_t target_; __kernel_timespec ts_; unsigned flags_;
+};
+inline TimeoutUpdate timeout_update(std::uint64_t target_user_data, __kernel_timespec ts, unsigned flags = 0) noexcept {
+    return {target_user_data, ts, flags};
+}
+template <class Rep, class Period>
+TimeoutUpdate timeout_update(std::uint64_t target_user_data, std::chrono::duration<Rep, Period> d, unsigned flags = 0) noexcept {
+    return {target_user_data, to_timespec(d), flags};
+}
+
+/// IORING_OP_LINK_TIMEOUT (5.5): a timeout for the operation whose SQE comes right before
+/// this one and carries IOSQE_IO_LINK (`with_sqe_flags(sqe_flag::io_link)`; the two SQEs must
+/// be prepared back to back, as the composition layer's `link` does). If that operation is
+/// still running when the time passes it is cancelled (and completes with -ECANCELED) and
+/// this completes with -ETIME; if it finishes first this completes with -ECANCELED.
+struct LinkTimeout : Op<LinkTimeout> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::link_timeout;
+    LinkTimeout(__kernel_timespec ts, unsigned flags) noexcept : ts_(ts), flags_(flags) {}
+    void prepare(io_uring_sqe* s) noexcept { io_uring_prep_link_timeout(s, &ts_, flags_); }
+    __kernel_timespec ts_; unsigned flags_;
+};
+inline LinkTimeout link_timeout(__kernel_timespec ts, unsigned flags = 0) noexcept { return {ts, flags}; }
+template <class Rep, class Period>
+LinkTimeout link_timeout(std::chrono::duration<Rep, Period> d, unsigned flags = 0) noexcept {
+    return {to_timespec(d), flags};
 }
 
 } // namespace ringo::op
