@@ -52,8 +52,9 @@ struct GroupState : Waitable {
 
     /// Prepares and queues every operation; `link_flag` (IOSQE_IO_LINK / _HARDLINK or 0) goes
     /// on all but the last. Returns false (with every result set) when nothing was submitted.
-    template <class P, class ForEach>
-    bool start(std::coroutine_handle<P> awaiting, std::uint8_t link_flag, ForEach&& for_each_op) {
+    template <class P, class ForEach, class ForEachType>
+    bool start(std::coroutine_handle<P> awaiting, std::uint8_t link_flag, ForEach&& for_each_op,
+               ForEachType&& for_each_type) {
         rt = t_current;
         ctx = ctx_of(awaiting);
         int early = 0;
@@ -70,37 +71,38 @@ struct GroupState : Waitable {
             });
             return false;
         }
-        // Room for the whole group in the SQ, so it is never split across two submissions.
-        rt->reserve_sqes(static_cast<unsigned>(n));
-        std::size_t i = 0;
         bool unsupported = false;
-        for_each_op([&](auto& op) {
-            using O = std::remove_cvref_t<decltype(op)>;
+        for_each_type([&](auto* tag) {
+            using O = std::remove_pointer_t<decltype(tag)>;
             if (!rt->supports(O::opcode))
                 unsupported = true;
-            slots[i].fn = &on_cqe;
-            slots[i].group = this;
-            slots[i].op = &op;
-            ++i;
         });
         if (unsupported) {
-            for (std::size_t k = 0; k < n; ++k) {
-                slots[k].op->res = -EOPNOTSUPP;
-                slots[k].op->cqe_flags = 0;
-            }
+            for_each_op([&](auto& op) {
+                op.res = -EOPNOTSUPP;
+                op.cqe_flags = 0;
+            });
             return false;
         }
-        i = 0;
+        // Room for the whole group in the SQ, so it is never split across two submissions;
+        // then the SQEs are taken without further checks.
+        rt->reserve_sqes(static_cast<unsigned>(n));
+        uring::Ring& ring = rt->ring();
+        std::size_t i = 0;
         for_each_op([&](auto& op) {
-            io_uring_sqe* sqe = rt->get_sqe();
+            GroupSlot& slot = slots[i];
+            slot.fn = &on_cqe;
+            slot.group = this;
+            slot.op = &op;
+            io_uring_sqe* sqe = ring.get_sqe_reserved();
             op.prepare(sqe);
             sqe->flags |= op.sqe_flags();
             if (link_flag && i + 1 < n)
                 sqe->flags |= link_flag;
-            sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<Completion*>(&slots[i])) | tag_completion;
-            rt->op_started();
+            sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<Completion*>(&slot)) | tag_completion;
             ++i;
         });
+        rt->ops_started(static_cast<std::uint32_t>(n));
         remaining = n;
         h = awaiting;
         if (ctx)
@@ -128,7 +130,9 @@ public:
     bool await_ready() const noexcept { return false; }
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
-        return start(h, link_, [&](auto&& f) { std::apply([&](auto&... op) { (f(op), ...); }, ops_); });
+        return start(
+            h, link_, [&](auto&& f) { std::apply([&](auto&... op) { (f(op), ...); }, ops_); },
+            [](auto&& f) { (f(static_cast<Ops*>(nullptr)), ...); });
     }
     std::tuple<decltype(std::declval<Ops&>().res)...> await_resume() noexcept {
         finish();
@@ -156,10 +160,13 @@ public:
     bool await_ready() const noexcept { return false; }
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
-        return start(h, link_, [&](auto&& f) {
-            for (auto& op : ops_)
-                f(op);
-        });
+        return start(
+            h, link_,
+            [&](auto&& f) {
+                for (auto& op : ops_)
+                    f(op);
+            },
+            [](auto&& f) { f(static_cast<Op*>(nullptr)); });
     }
     std::vector<int> await_resume() {
         finish();

@@ -180,6 +180,7 @@ public:
     }
     /// Book-keeping for an awaited operation whose SQE was just prepared.
     void op_started() noexcept { ++in_flight_; }
+    void ops_started(std::uint32_t n) noexcept { in_flight_ += n; }
     /// Book-keeping for an operation completed through a detail::Completion.
     void op_finished() noexcept { --in_flight_; }
     /// Submits IORING_OP_ASYNC_CANCEL for the operation whose user_data is `op` (owner

@@ -54,6 +54,12 @@ public:
         return &ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_];
     }
 
+    /// An SQE when room was made beforehand (sq_space() >= the number taken): no check.
+    io_uring_sqe* get_sqe_reserved() noexcept {
+        unsigned tail = ring_.sq.sqe_tail++;
+        return &ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_];
+    }
+
     /// Free SQ slots: how many get_sqe() calls succeed before a submit is needed.
     [[nodiscard]] unsigned sq_space() const noexcept {
         return ring_.sq.ring_entries - (ring_.sq.sqe_tail - __atomic_load_n(ring_.sq.khead, __ATOMIC_ACQUIRE));
