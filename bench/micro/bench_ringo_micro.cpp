@@ -2,10 +2,14 @@
 // baselines (bench/rust/README.md), for the suite's "micro" figure:
 //   bench_ringo_micro spawn --count N | yield --count N | nop --count N
 //   bench_ringo_micro when-all-nop --count N [--batch B]
+//   bench_ringo_micro timeouts --count N     pending with_timeout waits: memory, timers, arm+disarm cost
 // Channels come with the channels issue; until then `channel` reports ok:false, unsupported.
 #include <ringo/ringo.hpp>
 
+#include <malloc.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -60,6 +64,52 @@ ringo::Task<long> when_all_loop(long n, long batch) {
     co_return ok;
 }
 
+// Many pending with_timeout waits that never fire: bytes of heap per wait, timers armed, and
+// the SQEs the kernel saw (recvs only: no kernel timeout per wait).
+ringo::Task<long> pending_timeouts(long n, int fd, double& bytes_per_wait, std::size_t& timers, std::uint64_t& sqes) {
+    ringo::Runtime* rt = ringo::Runtime::current();
+    auto sq0 = rt->stats().sqes_submitted;
+    struct mallinfo2 m0 = mallinfo2();
+    std::vector<ringo::JoinHandle<int>> hs;
+    hs.reserve(static_cast<std::size_t>(n));
+    struct mallinfo2 m1 = mallinfo2();
+    for (long i = 0; i < n; ++i)
+        hs.push_back(ringo::spawn([](int f) -> ringo::Task<int> {
+            char c;
+            co_return co_await ringo::with_timeout(ringo::op::recv(f, &c, 1), std::chrono::hours(1));
+        }(fd)));
+    co_await ringo::yield(); // every wait armed
+    for (long i = 0; i < 3; ++i)
+        co_await ringo::yield();
+    struct mallinfo2 m2 = mallinfo2();
+    (void)m0;
+    bytes_per_wait = double(m2.uordblks - m1.uordblks) / double(n);
+    timers = rt->timers_pending();
+    sqes = rt->stats().sqes_submitted - sq0;
+    long cancelled = 0;
+    for (auto& h : hs)
+        h.cancel();
+    for (auto& h : hs)
+        cancelled += (co_await h == -ECANCELED);
+    co_return cancelled;
+}
+
+// Arm + disarm of one with_timeout around an awaitable that finishes at once, minus the
+// same await without a timeout.
+ringo::Task<long> arm_disarm(long n, double& ns_with, double& ns_without) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < n; ++i)
+        co_await empty();
+    auto t1 = std::chrono::steady_clock::now();
+    long ok = 0;
+    for (long i = 0; i < n; ++i)
+        ok += co_await ringo::with_timeout(empty(), std::chrono::hours(1));
+    auto t2 = std::chrono::steady_clock::now();
+    ns_without = std::chrono::duration<double, std::nano>(t1 - t0).count() / double(n);
+    ns_with = std::chrono::duration<double, std::nano>(t2 - t1).count() / double(n);
+    co_return ok;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -91,6 +141,26 @@ int main(int argc, char** argv) {
     }
     if (count <= 0)
         usage("--count N is required");
+    if (sub == "timeouts") {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+            usage("socketpair failed");
+        ringo::Runtime rt{ringo::RuntimeOptions{}.sq_entries(4096)};
+        double bytes = 0, ns_with = 0, ns_without = 0;
+        std::size_t timers = 0;
+        std::uint64_t sqes = 0;
+        long cancelled = rt.block_on(pending_timeouts(count, sv[0], bytes, timers, sqes));
+        long armed = rt.block_on(arm_disarm(count, ns_with, ns_without));
+        bool good = cancelled == count && armed == count && timers == static_cast<std::size_t>(count);
+        std::printf("{\"bench\":\"timeouts\",\"impl\":\"ringo\",\"count\":%ld,\"bytes_per_pending_wait\":%.1f,"
+                    "\"timers_armed\":%zu,\"kernel_sqes_while_pending\":%llu,\"arm_disarm_ns\":%.2f,"
+                    "\"await_without_timeout_ns\":%.2f,\"ok\":%s}\n",
+                    count, bytes, timers, static_cast<unsigned long long>(sqes), ns_with - ns_without, ns_without,
+                    good ? "true" : "false");
+        ::close(sv[0]);
+        ::close(sv[1]);
+        return good ? 0 : 1;
+    }
     ringo::Runtime rt;
     auto st0 = rt.stats();
     double c0 = cpu_seconds();
