@@ -7,8 +7,9 @@
 namespace ringo::op {
 
 /// IORING_OP_ASYNC_CANCEL (5.5). The result counts cancelled operations when `flags` has
-/// uring::compat::async_cancel_all or _any; otherwise it is 0 (found and cancelled),
-/// -ENOENT (nothing matched) or -EALREADY (it was already running and was signalled).
+/// uring::compat::async_cancel_all or _any; otherwise it is 0 (found and cancelled; futex
+/// and waitid waits report 1 instead), -ENOENT (nothing matched) or -EALREADY (it was
+/// already running and was signalled).
 /// Each cancelled operation still completes on its own, usually with -ECANCELED.
 ///
 /// Matching, by constructor: by user_data (see user_data_of), by fd, or any operation.
