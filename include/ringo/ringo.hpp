@@ -26,6 +26,13 @@
 #include <ringo/op/probe.hpp>
 #include <ringo/op/xattr.hpp>
 #include <ringo/op/direct.hpp>
+#include <ringo/op/poll.hpp>
+#include <ringo/op/cancel.hpp>
+#include <ringo/op/send_zc.hpp>
+#include <ringo/op/futex.hpp>
+#include <ringo/op/process.hpp>
+#include <ringo/op/epoll.hpp>
+#include <ringo/op/pipe.hpp>
 
 #include <ringo/buf/file_table.hpp>
 #include <ringo/buf/buffer_table.hpp>
