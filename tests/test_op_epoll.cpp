@@ -36,14 +36,14 @@ TEST(EpollOp, CtlAndWait) {
         EXPECT_FALSE(w.is_finished());
         EXPECT_EQ(co_await op::write(b.w, "b", 1, op::current_pos), 1);
         EXPECT_EQ(co_await w, 1);
-        EXPECT_EQ(out[0].data.u64, 22u);
+        EXPECT_EQ(static_cast<std::uint64_t>(out[0].data.u64), 22u);
         EXPECT_TRUE(out[0].events & EPOLLIN);
         // Both ready.
         EXPECT_EQ(co_await op::write(a.w, "a", 1, op::current_pos), 1);
         EXPECT_EQ(co_await op::epoll_wait(ep, out, 4), 2);
         EXPECT_EQ(co_await op::epoll_ctl(ep, EPOLL_CTL_DEL, b.r, nullptr), 0);
         EXPECT_EQ(co_await op::epoll_wait(ep, out, 4), 1);
-        EXPECT_EQ(out[0].data.u64, 11u);
+        EXPECT_EQ(static_cast<std::uint64_t>(out[0].data.u64), 11u);
         EXPECT_EQ(co_await op::epoll_ctl(ep, EPOLL_CTL_DEL, b.r, nullptr), -ENOENT);
     }());
 }
@@ -65,7 +65,7 @@ TEST(EpollOp, FixedEpollFd) {
     rt.block_on([&]() -> Task<void> {
         epoll_event out[2] = {};
         EXPECT_EQ(co_await op::epoll_wait(Fixed{0}, out, 2), 1);
-        EXPECT_EQ(out[0].data.u64, 5u);
+        EXPECT_EQ(static_cast<std::uint64_t>(out[0].data.u64), 5u);
         EXPECT_EQ(co_await op::epoll_wait(Fixed{1}, out, 2), -EBADF);
     }());
 }

@@ -267,7 +267,8 @@ TEST(SendZc, RuntimeDestructorWaitsForTheNotification) {
 
 TEST(SendZc, WithoutRuntimeYieldsEnxio) {
     op::ZcTracker t;
-    auto task = [&]() -> Task<int> { co_return co_await op::send_zc(0, "x", 1, t); }();
+    auto body = [&]() -> Task<int> { co_return co_await op::send_zc(0, "x", 1, t); };
+    auto task = body(); // the closure must outlive the coroutine that uses its captures
     auto h = task.handle();
     h.resume();
     ASSERT_TRUE(h.done());
