@@ -26,10 +26,12 @@ namespace {
 
 // Waits (bounded) until `t` releases everything; true if it did.
 Task<bool> released_within(op::ZcTracker& t, std::chrono::milliseconds limit) {
-    for (auto waited = 0ms; t.busy() && waited < limit; waited += 1ms)
+    for (auto waited = 0ms; t.busy() && waited < limit; waited += 1ms) {
         co_await op::timeout(1ms);
-    if (!t.busy())
+    }
+    if (!t.busy()) {
         co_await t.released(); // ready at once; exercises the awaiter
+    }
     co_return !t.busy();
 }
 
@@ -243,8 +245,9 @@ TEST(SendZc, TrackerDestroyedWhileBusyStillReleases) {
             EXPECT_EQ(co_await op::send_zc(tcp.client, data.data(), data.size(), t), 1024);
         } // gone, busy or not
         EXPECT_EQ(co_await recv_all(tcp.server, 1024), data);
-        for (int i = 0; i < 2000 && c.calls == 0; ++i)
+        for (int i = 0; i < 2000 && c.calls == 0; ++i) {
             co_await op::timeout(1ms);
+        }
     }());
     EXPECT_EQ(c.calls, 1);
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);

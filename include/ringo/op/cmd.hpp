@@ -1,0 +1,95 @@
+// ringo/op/cmd.hpp - IORING_OP_URING_CMD: commands a file's driver interprets (sockets,
+// block devices, NVMe character devices, ublk ...).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <ringo/op/base.hpp>
+
+namespace ringo::op {
+
+namespace raw {
+/// The fields every uring_cmd has: the file, the driver's command number (sqe->cmd_op),
+/// and the rest cleared. The command's own fields are the driver's to define.
+inline void prep_uring_cmd(io_uring_sqe* s, FileRef fd, std::uint32_t cmd_op) noexcept {
+    prep_raw(s, uring::compat::opcode::uring_cmd, fd.raw(), 0, 0, 0);
+    s->cmd_op = cmd_op;
+    fd.apply(s);
+}
+} // namespace raw
+
+/// IORING_OP_URING_CMD (5.19) with a user-supplied command: `fill(io_uring_sqe*)` runs after
+/// the common fields are set and writes the driver's own fields (addr, len, addr3 and the
+/// 16-byte command area at sqe->cmd on a 64-byte SQE ring). The result is the driver's:
+/// -EOPNOTSUPP when the file has no uring_cmd handler or does not know `cmd_op`.
+template <class Fill>
+struct UringCmd : Op<UringCmd<Fill>> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
+    UringCmd(FileRef fd, std::uint32_t cmd_op, Fill fill) : fd_(fd), cmd_op_(cmd_op), fill_(std::move(fill)) {}
+    void prepare(io_uring_sqe* s) {
+        raw::prep_uring_cmd(s, fd_, cmd_op_);
+        fill_(s);
+    }
+    FileRef fd_; std::uint32_t cmd_op_; Fill fill_;
+};
+struct NoCmdFields {
+    void operator()(io_uring_sqe*) const noexcept {}
+};
+template <class Fill>
+UringCmd<std::decay_t<Fill>> uring_cmd(FileRef fd, std::uint32_t cmd_op, Fill&& fill) {
+    return {fd, cmd_op, std::forward<Fill>(fill)};
+}
+inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcept { return {fd, cmd_op, NoCmdFields{}}; }
+
+/// IORING_OP_URING_CMD socket command (SOCKET_URING_OP_*, 6.7): `cmd_op` is one of
+/// uring::compat::socket_cmd; level/optname/optval/optlen as for getsockopt(2).
+struct CmdSock : Op<CmdSock> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
+    CmdSock(FileRef fd, std::uint32_t cmd_op, int level, int optname, void* optval, int optlen) noexcept
+        : fd_(fd), cmd_op_(cmd_op), level_(level), optname_(optname), optval_(optval), optlen_(optlen) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        raw::prep_uring_cmd(s, fd_, cmd_op_);
+        uring::compat::sqe_field::sock_level_optname(s, static_cast<std::uint32_t>(level_), static_cast<std::uint32_t>(optname_));
+        uring::compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(optval_), static_cast<std::uint32_t>(optlen_));
+    }
+    FileRef fd_; std::uint32_t cmd_op_; int level_, optname_; void* optval_; int optlen_;
+};
+inline CmdSock cmd_sock(FileRef fd, std::uint32_t cmd_op, int level = 0, int optname = 0, void* optval = nullptr,
+                        int optlen = 0) noexcept {
+    return {fd, cmd_op, level, optname, optval, optlen};
+}
+/// Bytes waiting to be read on a socket (SIOCINQ as a uring_cmd, 6.7), or -errno.
+inline CmdSock siocinq(FileRef fd) noexcept { return cmd_sock(fd, uring::compat::socket_cmd::siocinq); }
+/// Bytes not yet sent or not yet acknowledged (SIOCOUTQ as a uring_cmd, 6.7), or -errno.
+inline CmdSock siocoutq(FileRef fd) noexcept { return cmd_sock(fd, uring::compat::socket_cmd::siocoutq); }
+/// getsockopt(2) as a uring_cmd (6.7): the option's length on success, or -errno. The
+/// kernel supports level SOL_SOCKET only (-EOPNOTSUPP otherwise).
+inline CmdSock getsockopt(FileRef fd, int level, int optname, void* optval, int optlen) noexcept {
+    return cmd_sock(fd, uring::compat::socket_cmd::getsockopt, level, optname, optval, optlen);
+}
+/// setsockopt(2) as a uring_cmd (6.7): 0 or -errno.
+inline CmdSock setsockopt(FileRef fd, int level, int optname, const void* optval, int optlen) noexcept {
+    return cmd_sock(fd, uring::compat::socket_cmd::setsockopt, level, optname, const_cast<void*>(optval), optlen);
+}
+
+/// BLOCK_URING_CMD_DISCARD (6.12): discards [offset, offset+nbytes) of a block device opened
+/// for writing: 0 or -errno (-EINVAL when not aligned to the logical block size,
+/// -EOPNOTSUPP when the device cannot discard or `fd` is not a block device, -EBADF when
+/// not open for writing).
+struct CmdDiscard : Op<CmdDiscard> {
+    static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
+    CmdDiscard(FileRef fd, std::uint64_t off, std::uint64_t n) noexcept : fd_(fd), off_(off), n_(n) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        raw::prep_uring_cmd(s, fd_, uring::compat::block_uring_cmd_discard);
+        s->addr = off_;
+        s->addr3 = n_;
+    }
+    FileRef fd_; std::uint64_t off_, n_;
+};
+inline CmdDiscard cmd_discard(FileRef fd, std::uint64_t offset, std::uint64_t nbytes) noexcept { return {fd, offset, nbytes}; }
+
+} // namespace ringo::op

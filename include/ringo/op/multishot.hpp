@@ -1,0 +1,68 @@
+// ringo/op/multishot.hpp - SQE preparation for multishot operations.
+//
+// A multishot operation posts many CQEs with one user_data (IORING_CQE_F_MORE on every one
+// but the last), so it cannot be a plain awaitable that resumes once. These helpers fill an
+// SQE; the caller supplies user_data and a detail::Completion (or its own ring) that
+// consumes the CQEs. Streams built on them come with the streams issue.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <ringo/op/base.hpp>
+#include <ringo/op/common.hpp>
+
+namespace ringo::op::raw {
+
+/// IORING_OP_ACCEPT with IORING_ACCEPT_MULTISHOT (5.19): one CQE per accepted connection
+/// (res = the new fd). `direct` accepts into free slots of the registered file table
+/// (res = the slot).
+inline void prep_accept_multishot(io_uring_sqe* s, FileRef fd, sockaddr* addr, socklen_t* addrlen, int flags,
+                                  bool direct = false) noexcept {
+    io_uring_prep_multishot_accept(s, fd.raw(), addr, addrlen, flags);
+    if (direct)
+        uring::compat::sqe_field::target_slot(s, alloc_slot);
+    fd.apply(s);
+}
+
+/// IORING_OP_RECV with IORING_RECV_MULTISHOT (6.0): one CQE per received chunk, each in a
+/// buffer picked from group `g` (buffer_id(cqe flags)); -ENOBUFS ends it when the group runs
+/// dry, res 0 at end of stream.
+inline void prep_recv_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, int flags = 0) noexcept {
+    io_uring_prep_recv_multishot(s, fd.raw(), nullptr, 0, flags);
+    select_buffer(s, g);
+    fd.apply(s);
+}
+
+/// IORING_OP_RECVMSG with IORING_RECV_MULTISHOT (6.0): like prep_recv_multishot; each
+/// buffer starts with a struct io_uring_recvmsg_out laid out as `msg` describes (only its
+/// msg_namelen and msg_controllen are used).
+inline void prep_recvmsg_multishot(io_uring_sqe* s, FileRef fd, msghdr* msg, BufferGroup g, unsigned flags = 0) noexcept {
+    io_uring_prep_recvmsg_multishot(s, fd.raw(), msg, flags);
+    select_buffer(s, g);
+    fd.apply(s);
+}
+
+/// IORING_OP_READ_MULTISHOT (6.7): reads a pollable file (pipe, socket, eventfd ...) into
+/// buffers of group `g` each time it becomes readable. `nbytes` 0 means the buffer's size.
+inline void prep_read_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, unsigned nbytes = 0,
+                                std::uint64_t offset = 0) noexcept {
+    prep_raw(s, uring::compat::opcode::read_multishot, fd.raw(), 0, nbytes, offset);
+    select_buffer(s, g);
+    fd.apply(s);
+}
+
+/// IORING_OP_TIMEOUT with IORING_TIMEOUT_MULTISHOT (6.4): -ETIME every `ts`; `count` > 0
+/// stops after that many expirations (the last without IORING_CQE_F_MORE), 0 repeats
+/// until removed. `ts` must stay valid until the SQE is submitted.
+inline void prep_timeout_multishot(io_uring_sqe* s, __kernel_timespec* ts, unsigned count = 0, unsigned flags = 0) noexcept {
+    io_uring_prep_timeout(s, ts, count, flags | uring::compat::timeout_multishot);
+}
+
+/// IORING_OP_POLL_ADD with IORING_POLL_ADD_MULTI (5.13): one CQE (the ready mask) each time
+/// `fd` becomes ready for `events`.
+inline void prep_poll_multishot(io_uring_sqe* s, FileRef fd, unsigned events) noexcept {
+    io_uring_prep_poll_multishot(s, fd.raw(), events);
+    fd.apply(s);
+}
+
+} // namespace ringo::op::raw
