@@ -1,0 +1,233 @@
+// echo_ringo: ringo's version of bench/net's echo_uring (same command line, same summary JSON
+// line; see bench/net/README.md). Single-threaded TCP echo server on 127.0.0.1: an accept-loop
+// task and one task per connection (recv, then send until the whole chunk went back, again).
+// With --fixed every accepted socket is put into a registered file table (buf::FileTable,
+// sparse) and the connection's recv/send use op::Fixed{slot}.
+// Runs until SIGTERM/SIGINT (a read of a signalfd through the ring), then prints one JSON line.
+#include <sys/signalfd.h>
+
+#include <exception>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include <ringo/buf/file_table.hpp>
+
+#include "ringo_net.hpp"
+
+namespace {
+
+const char* kUsage =
+    "usage: echo_ringo --port P [--cpu C] [--buf BYTES] [--fixed] [--max-conns N]\n"
+    "  Single-threaded ringo echo server on 127.0.0.1:P (an accept task, one task per\n"
+    "  connection); runs until SIGTERM or SIGINT, then prints one JSON line\n"
+    "  (bench \"echo_server\") on stdout.\n"
+    "  --port P        TCP port to listen on (1..65535)\n"
+    "  --cpu C         pin the server thread to CPU C (default: not pinned)\n"
+    "  --buf BYTES     per-connection buffer size (default 16384)\n"
+    "  --fixed         registered files: accepted sockets go into a registered table, recv/send\n"
+    "                  use op::Fixed slots\n"
+    "  --max-conns N   size of the registered file table with --fixed (default 4096)\n";
+
+struct Server {
+    ringo::buf::FileTable* table = nullptr;  // --fixed
+    std::vector<unsigned> free_slots;        // --fixed
+    int lfd = -1;
+    size_t bufsz = 0;
+    unsigned max_conns = 0;
+    uint64_t accepted = 0, bytes = 0, reads = 0, errors = 0;
+    bool stopping = false;
+};
+
+// Releases a connection's socket when its task ends, and also when the runtime destroys the
+// frame of a task still waiting at shutdown (then uncounted: the summary is taken before).
+struct ConnGuard {
+    Server& s;
+    int fd;     // plain socket, or -1
+    int slot;   // registered slot, or -1
+    ~ConnGuard() {
+        if (fd >= 0) {
+            if (s.stopping)
+                ::close(fd);
+            else
+                nb::sys::close(fd);
+        }
+        if (slot >= 0 && !s.stopping) {
+            int none = -1;
+            ++nb::g_sys.ctl;
+            if (int r = s.table->update(static_cast<unsigned>(slot), {&none, 1}); r < 0) {
+                std::fprintf(stderr, "echo_ringo: emptying slot %d: %s\n", slot, std::strerror(-r));
+                ++s.errors;
+            }
+            s.free_slots.push_back(static_cast<unsigned>(slot));
+        }
+    }
+};
+
+ringo::Task<void> serve(Server& s, int fd, int slot) {
+    ConnGuard guard{s, fd, slot};
+    const ringo::op::FileRef f = slot >= 0 ? ringo::op::FileRef(ringo::op::Fixed{static_cast<unsigned>(slot)})
+                                           : ringo::op::FileRef(fd);
+    auto buf = std::make_unique<unsigned char[]>(s.bufsz);
+    for (;;) {
+        int r = co_await ringo::op::recv(f, buf.get(), s.bufsz, 0);
+        if (r <= 0) {
+            if (r == -EINTR || r == -EAGAIN)
+                continue;
+            if (r < 0 && r != -ECONNRESET) {
+                std::fprintf(stderr, "echo_ringo: recv: %s\n", std::strerror(-r));
+                ++s.errors;
+            }
+            co_return;  // EOF or reset
+        }
+        ++s.reads;
+        s.bytes += static_cast<uint64_t>(r);
+        const size_t len = static_cast<size_t>(r);
+        for (size_t off = 0; off < len;) {
+            int w = co_await ringo::op::send(f, buf.get() + off, len - off, MSG_NOSIGNAL);
+            if (w > 0) {
+                off += static_cast<size_t>(w);
+            } else if (w != -EINTR && w != -EAGAIN) {
+                if (w != -ECONNRESET && w != -EPIPE) {
+                    std::fprintf(stderr, "echo_ringo: send: %s\n", w < 0 ? std::strerror(-w) : "returned 0");
+                    ++s.errors;
+                }
+                co_return;
+            }
+        }
+    }
+}
+
+ringo::Task<void> accept_loop(Server& s) {
+    for (;;) {
+        int fd = co_await ringo::op::accept(s.lfd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (fd == -ECONNABORTED || fd == -EINTR || fd == -EAGAIN)
+                continue;
+            std::fprintf(stderr, "echo_ringo: accept: %s\n", std::strerror(-fd));
+            ++s.errors;
+            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM)
+                continue;  // may pass when connections close
+            co_return;     // the listener itself is broken: serve what is connected, until SIGTERM
+        }
+        nb::set_nodelay(fd);
+        int slot = -1;
+        if (s.table) {
+            if (s.free_slots.empty()) {
+                std::fprintf(stderr, "echo_ringo: more than %u connections\n", s.max_conns);
+                ++s.errors;
+                nb::sys::close(fd);
+                continue;
+            }
+            slot = static_cast<int>(s.free_slots.back());
+            s.free_slots.pop_back();
+            ++nb::g_sys.ctl;
+            if (int r = s.table->update(static_cast<unsigned>(slot), {&fd, 1}); r < 0) {
+                std::fprintf(stderr, "echo_ringo: registering a socket: %s\n", std::strerror(-r));
+                ++s.errors;
+                s.free_slots.push_back(static_cast<unsigned>(slot));
+                nb::sys::close(fd);
+                continue;
+            }
+            nb::sys::close(fd);  // the table holds its own reference
+            fd = -1;
+        }
+        ++s.accepted;
+        ringo::spawn(serve(s, fd, slot)).detach();
+    }
+}
+
+// Runs until SIGTERM or SIGINT arrives on the signalfd.
+ringo::Task<void> server_main(Server& s, int sfd) {
+    ringo::spawn(accept_loop(s)).detach();
+    signalfd_siginfo si;
+    for (;;) {
+        int r = co_await ringo::op::read(sfd, &si, sizeof si, 0);
+        if (r == static_cast<int>(sizeof si))
+            break;
+        if (r != -EINTR && r != -EAGAIN) {
+            std::fprintf(stderr, "echo_ringo: reading the signalfd: %s\n", r < 0 ? std::strerror(-r) : "short read");
+            ++s.errors;
+            break;
+        }
+    }
+    s.stopping = true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    nb::Args args(argc, argv, kUsage,
+                  {{"port", true}, {"cpu", true}, {"buf", true}, {"fixed", false}, {"max-conns", true}});
+    const int port = static_cast<int>(args.need_int("port", 1, 65535));
+    const int cpu = static_cast<int>(args.get_int("cpu", -1, 0, CPU_SETSIZE - 1));
+    const size_t bufsz = static_cast<size_t>(args.get_int("buf", 16384, 1, 1 << 24));
+    const bool fixed = args.has("fixed");
+    const unsigned max_conns = static_cast<unsigned>(args.get_int("max-conns", 4096, 1, 1 << 20));
+
+    if (!nb::pin_cpu(cpu))
+        return 1;
+    const int sfd = nb::termination_signalfd();
+    const int lfd = nb::listen_loopback(port, false);
+    if (sfd < 0 || lfd < 0)
+        return 1;
+
+    Server s;
+    s.lfd = lfd;
+    s.bufsz = bufsz;
+    s.max_conns = max_conns;
+    std::unique_ptr<ringo::Runtime> rt;
+    std::unique_ptr<ringo::buf::FileTable> table;
+    try {
+        rt = std::make_unique<ringo::Runtime>(ringo::RuntimeOptions{}.sq_entries(1024).cq_entries(8192));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "echo_ringo: runtime setup: %s\n", e.what());
+        return 1;
+    }
+    if (fixed) {
+        table = std::make_unique<ringo::buf::FileTable>(*rt);
+        ++nb::g_sys.ctl;
+        if (int r = table->register_sparse(max_conns); r < 0) {
+            std::fprintf(stderr, "echo_ringo: registering a sparse file table of %u: %s\n", max_conns, std::strerror(-r));
+            return 1;
+        }
+        s.table = table.get();
+        for (unsigned slot = max_conns; slot-- > 0;)
+            s.free_slots.push_back(slot);
+    }
+    std::fprintf(stderr, "echo_ringo%s: listening on 127.0.0.1:%d (ring: %s)\n", fixed ? " (fixed files)" : "", port,
+                 rb::ring_setup(*rt).c_str());
+
+    try {
+        rt->block_on(server_main(s, sfd));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "echo_ringo: %s\n", e.what());
+        ++s.errors;
+    }
+    s.stopping = true;
+    const uint64_t cpu_ns = nb::process_cpu_ns();
+    nb::SysCounters sc = nb::g_sys;
+    sc.loop += rt->stats().enters;
+    // The table goes first (it unregisters through the ring); then the runtime cancels the
+    // operations still in flight and destroys the connection tasks' frames (their guards close
+    // the plain sockets).
+    table.reset();  // in-flight fixed-file operations keep their own file references
+    rt.reset();
+    ::close(lfd);
+    ::close(sfd);
+
+    nb::Json j;
+    j.add("bench", "echo_server")
+        .add("server", fixed ? "ringo-fixed" : "ringo")
+        .add("port", port)
+        .add("conns", s.accepted)
+        .add("bytes", s.bytes)
+        .add("reads", s.reads)
+        .add("cpu_ns", cpu_ns)
+        .add("syscalls_total", sc.total())
+        .add("loop_syscalls", sc.loop)
+        .add("errors", s.errors)
+        .add("ok", s.errors == 0);
+    j.print();
+    return s.errors == 0 ? 0 : 1;
+}
