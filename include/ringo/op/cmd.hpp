@@ -24,8 +24,9 @@ inline void prep_uring_cmd(io_uring_sqe* s, FileRef fd, std::uint32_t cmd_op) no
 
 /// IORING_OP_URING_CMD (5.19) with a user-supplied command: `fill(io_uring_sqe*)` runs after
 /// the common fields are set and writes the driver's own fields (addr, len, addr3 and the
-/// 16-byte command area at sqe->cmd on a 64-byte SQE ring). The result is the driver's:
-/// -EOPNOTSUPP when the file has no uring_cmd handler or does not know `cmd_op`.
+/// 16-byte command area at sqe->cmd on a 64-byte SQE ring). The result is the driver's.
+/// -EOPNOTSUPP when the file has no uring_cmd handler (regular files, pipes); an unknown
+/// `cmd_op` is the driver's to refuse (sockets: -EOPNOTSUPP, block devices: -EINVAL).
 template <class Fill>
 struct UringCmd : Op<UringCmd<Fill>> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
@@ -46,7 +47,8 @@ UringCmd<std::decay_t<Fill>> uring_cmd(FileRef fd, std::uint32_t cmd_op, Fill&& 
 inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcept { return {fd, cmd_op, NoCmdFields{}}; }
 
 /// IORING_OP_URING_CMD socket command (SOCKET_URING_OP_*, 6.7): `cmd_op` is one of
-/// uring::compat::socket_cmd; level/optname/optval/optlen as for getsockopt(2).
+/// uring::compat::socket_cmd; level/optname/optval/optlen as for getsockopt(2). On a file
+/// that is not a socket every command is -EOPNOTSUPP; an unknown `cmd_op` too.
 struct CmdSock : Op<CmdSock> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
     CmdSock(FileRef fd, std::uint32_t cmd_op, int level, int optname, void* optval, int optlen) noexcept
@@ -62,24 +64,33 @@ inline CmdSock cmd_sock(FileRef fd, std::uint32_t cmd_op, int level = 0, int opt
                         int optlen = 0) noexcept {
     return {fd, cmd_op, level, optname, optval, optlen};
 }
-/// Bytes waiting to be read on a socket (SIOCINQ as a uring_cmd, 6.7), or -errno.
+/// Bytes waiting to be read on a socket (SIOCINQ as a uring_cmd, 6.7): for TCP the unread
+/// bytes, for UDP the size of the next datagram; or -errno (-EINVAL on a listening TCP
+/// socket; -EOPNOTSUPP for a protocol without an ioctl handler, e.g. AF_UNIX).
 inline CmdSock siocinq(FileRef fd) noexcept { return cmd_sock(fd, uring::compat::socket_cmd::siocinq); }
-/// Bytes not yet sent or not yet acknowledged (SIOCOUTQ as a uring_cmd, 6.7), or -errno.
+/// Bytes not yet sent or not yet acknowledged (SIOCOUTQ as a uring_cmd, 6.7), or -errno
+/// (as siocinq).
 inline CmdSock siocoutq(FileRef fd) noexcept { return cmd_sock(fd, uring::compat::socket_cmd::siocoutq); }
-/// getsockopt(2) as a uring_cmd (6.7): the option's length on success, or -errno. The
-/// kernel supports level SOL_SOCKET only (-EOPNOTSUPP otherwise).
+/// getsockopt(2) as a uring_cmd (6.7): the option's length on success (at most `optlen`;
+/// the value is copied to `optval`), or -errno (-EFAULT: bad `optval`, -EINVAL: negative
+/// `optlen`, -ENOPROTOOPT: unknown option). The kernel supports level SOL_SOCKET only
+/// (-EOPNOTSUPP otherwise).
 inline CmdSock getsockopt(FileRef fd, int level, int optname, void* optval, int optlen) noexcept {
     return cmd_sock(fd, uring::compat::socket_cmd::getsockopt, level, optname, optval, optlen);
 }
-/// setsockopt(2) as a uring_cmd (6.7): 0 or -errno.
+/// setsockopt(2) as a uring_cmd (6.7), any level (SOL_SOCKET, IPPROTO_TCP, ...): 0 or -errno
+/// (-EFAULT: bad `optval`, -EINVAL: `optlen` too short, -ENOPROTOOPT: unknown option).
 inline CmdSock setsockopt(FileRef fd, int level, int optname, const void* optval, int optlen) noexcept {
     return cmd_sock(fd, uring::compat::socket_cmd::setsockopt, level, optname, const_cast<void*>(optval), optlen);
 }
 
 /// BLOCK_URING_CMD_DISCARD (6.12): discards [offset, offset+nbytes) of a block device opened
-/// for writing: 0 or -errno (-EINVAL when not aligned to the logical block size,
-/// -EOPNOTSUPP when the device cannot discard or `fd` is not a block device, -EBADF when
-/// not open for writing).
+/// for writing; reads of the range then return zeros on devices that zero discarded blocks
+/// (loop devices do). 0 or -errno: -EINVAL when offset or length is not a multiple of the
+/// logical block size or the range passes the device's end; -EBADF when not open for
+/// writing; -EOPNOTSUPP when the device cannot discard, when `fd` is not a block device
+/// (regular file, socket), and on kernels before 6.12 (the probe cannot tell these apart:
+/// on 6.12+ a read-only descriptor gives -EBADF instead).
 struct CmdDiscard : Op<CmdDiscard> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
     CmdDiscard(FileRef fd, std::uint64_t off, std::uint64_t n) noexcept : fd_(fd), off_(off), n_(n) {}
