@@ -37,6 +37,12 @@ template <class D>
     return reinterpret_cast<std::uint64_t>(static_cast<const detail::OpState*>(&o));
 }
 
+/// True when more CQEs of the same operation follow this one (IORING_CQE_F_MORE): a
+/// multishot operation posts it on every CQE but its last.
+[[nodiscard]] constexpr bool has_more(std::uint32_t cqe_flags) noexcept {
+    return (cqe_flags & uring::compat::cqe_f_more) != 0;
+}
+
 /// Raw SQE preparation helpers: they fill an SQE the caller got from Runtime::get_sqe() (or
 /// any ring) and set nothing else (user_data is the caller's).
 namespace raw {
@@ -44,6 +50,39 @@ namespace raw {
 inline void select_buffer(io_uring_sqe* s, BufferGroup g) noexcept {
     s->flags |= uring::compat::sqe_flag::buffer_select;
     s->buf_group = g.id;
+}
+
+/// The user_data that routes a CQE to Completion `c` on a ringo runtime (its address with
+/// the completion tag). Also what async_cancel takes to cancel an operation queued with
+/// raw::queue.
+[[nodiscard]] inline std::uint64_t completion_user_data(const ringo::detail::Completion& c) noexcept {
+    return reinterpret_cast<std::uint64_t>(&c) | ringo::detail::tag_completion;
+}
+
+/// Queues one SQE on runtime `rt` (owner thread) for an operation that is not a plain
+/// awaitable (multishot operations, operations with several CQEs): `prep(io_uring_sqe*)`
+/// fills it (a raw::prep_* helper; it may add IOSQE_* flags), then every CQE it produces
+/// calls `c.fn(&c, res, flags)` from the runtime's loop. Returns 0, or -EOPNOTSUPP without
+/// submitting anything when the kernel's probe lacks the prepared opcode.
+///
+/// The runtime counts the operation as in flight from here on; the caller's Completion
+/// must call `rt.op_finished()` at the operation's last CQE (the one without
+/// IORING_CQE_F_MORE, see has_more) and must stay alive until then. A runtime being
+/// destroyed cancels the operation and still delivers that last CQE. The SQE reaches the
+/// kernel with the runtime's next submission (at the latest when the calling task
+/// suspends).
+template <class Prep>
+int queue(Runtime& rt, ringo::detail::Completion& c, Prep&& prep) {
+    io_uring_sqe* s = rt.get_sqe();
+    prep(s);
+    if (!rt.supports(s->opcode)) [[unlikely]] {
+        io_uring_prep_nop(s); // the SQE is taken: turn it into a NOP the loop ignores
+        s->user_data = 0;
+        return -EOPNOTSUPP;
+    }
+    s->user_data = completion_user_data(c);
+    rt.op_started();
+    return 0;
 }
 } // namespace raw
 

@@ -2,8 +2,15 @@
 //
 // A multishot operation posts many CQEs with one user_data (IORING_CQE_F_MORE on every one
 // but the last), so it cannot be a plain awaitable that resumes once. These helpers fill an
-// SQE; the caller supplies user_data and a detail::Completion (or its own ring) that
-// consumes the CQEs. Streams built on them come with the streams issue.
+// SQE; queue it with op::raw::queue(rt, completion, prep), whose detail::Completion then
+// sees every CQE (op::has_more tells the last one apart) and calls rt.op_finished() at the
+// last. op::async_cancel(raw::completion_user_data(c)) ends any of them (final CQE
+// -ECANCELED); so do poll_remove and timeout_remove for their kinds. An error ends the
+// operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Streams built
+// on them come with the streams issue.
+//
+//   struct Log : ringo::detail::Completion { ... };   // fn = &on_cqe
+//   op::raw::queue(rt, log, [&](io_uring_sqe* s) { op::raw::prep_poll_multishot(s, fd, POLLIN); });
 #pragma once
 
 #include <sys/socket.h>
@@ -15,7 +22,8 @@ namespace ringo::op::raw {
 
 /// IORING_OP_ACCEPT with IORING_ACCEPT_MULTISHOT (5.19): one CQE per accepted connection
 /// (res = the new fd). `direct` accepts into free slots of the registered file table
-/// (res = the slot).
+/// (res = the slot; -ENFILE ends the operation when no slot is free). -EINVAL when `fd` is
+/// not listening.
 inline void prep_accept_multishot(io_uring_sqe* s, FileRef fd, sockaddr* addr, socklen_t* addrlen, int flags,
                                   bool direct = false) noexcept {
     io_uring_prep_multishot_accept(s, fd.raw(), addr, addrlen, flags);
@@ -44,6 +52,8 @@ inline void prep_recvmsg_multishot(io_uring_sqe* s, FileRef fd, msghdr* msg, Buf
 
 /// IORING_OP_READ_MULTISHOT (6.7): reads a pollable file (pipe, socket, eventfd ...) into
 /// buffers of group `g` each time it becomes readable. `nbytes` 0 means the buffer's size.
+/// res 0 (end of file) ends it, -ENOBUFS too; -EBADFD for a file that cannot be polled
+/// (a regular file).
 inline void prep_read_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, unsigned nbytes = 0,
                                 std::uint64_t offset = 0) noexcept {
     prep_raw(s, uring::compat::opcode::read_multishot, fd.raw(), 0, nbytes, offset);
@@ -53,13 +63,15 @@ inline void prep_read_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, unsi
 
 /// IORING_OP_TIMEOUT with IORING_TIMEOUT_MULTISHOT (6.4): -ETIME every `ts`; `count` > 0
 /// stops after that many expirations (the last without IORING_CQE_F_MORE), 0 repeats
-/// until removed. `ts` must stay valid until the SQE is submitted.
+/// until removed (async_cancel or timeout_remove). `ts` must stay valid until the SQE is
+/// submitted. -EINVAL for a negative time or with IORING_TIMEOUT_ABS.
 inline void prep_timeout_multishot(io_uring_sqe* s, __kernel_timespec* ts, unsigned count = 0, unsigned flags = 0) noexcept {
     io_uring_prep_timeout(s, ts, count, flags | uring::compat::timeout_multishot);
 }
 
 /// IORING_OP_POLL_ADD with IORING_POLL_ADD_MULTI (5.13): one CQE (the ready mask) each time
-/// `fd` becomes ready for `events`.
+/// `fd` becomes ready for `events` (edge-triggered: consume the data, or no new CQE comes).
+/// poll_remove or async_cancel ends it.
 inline void prep_poll_multishot(io_uring_sqe* s, FileRef fd, unsigned events) noexcept {
     io_uring_prep_poll_multishot(s, fd.raw(), events);
     fd.apply(s);
