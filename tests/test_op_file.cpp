@@ -165,6 +165,80 @@ TEST_F(FileOp, FixedFileAndFixedBufferTogether) {
     }());
 }
 
+TEST_F(FileOp, FixedFileAdviceSyncAndDatasync) {
+    Runtime rt;
+    Fd fd = open_rw("fixed-advice");
+    ASSERT_EQ(::write(fd, "0123456789", 10), 10);
+    ringo::buf::FileTable files(rt);
+    int fds[2] = {fd, -1};
+    ASSERT_EQ(files.register_files(fds), 0);
+    rt.block_on([&]() -> Task<void> {
+        EXPECT_EQ(co_await op::fadvise(Fixed{0}, 0, 10, POSIX_FADV_WILLNEED), 0);
+        EXPECT_EQ(co_await op::sync_file_range(Fixed{0}, 0, 10, SYNC_FILE_RANGE_WRITE), 0);
+        EXPECT_EQ(co_await op::fsync(Fixed{0}, op::fsync_datasync), 0);
+        // An empty slot, a slot past the end of the table.
+        EXPECT_EQ(co_await op::fadvise(Fixed{1}, 0, 10, POSIX_FADV_WILLNEED), -EBADF);
+        EXPECT_EQ(co_await op::sync_file_range(Fixed{1}, 0, 10, SYNC_FILE_RANGE_WRITE), -EBADF);
+        EXPECT_EQ(co_await op::fsync(Fixed{9}, op::fsync_datasync), -EBADF);
+        EXPECT_EQ(co_await op::fallocate(Fixed{9}, 0, 0, 4096), -EBADF);
+        EXPECT_EQ(co_await op::fsync(closed_fd(), op::fsync_datasync), -EBADF);
+    }());
+}
+
+TEST_F(FileOp, ReadvWritevFixedOnAFixedFile) {
+    Runtime rt;
+    if (!rt.supports(ringo::uring::compat::opcode::readv_fixed))
+        GTEST_SKIP() << "kernel lacks IORING_OP_READV_FIXED (6.15)";
+    AlignedBuf b(8192);
+    ringo::buf::BufferTable bufs(rt);
+    iovec reg = b.iov();
+    ASSERT_EQ(bufs.register_buffers({&reg, 1}), 0);
+    Fd fd = open_rw("vfixed-ff");
+    ringo::buf::FileTable files(rt);
+    int one = fd;
+    ASSERT_EQ(files.register_files({&one, 1}), 0);
+    std::memcpy(b.p, "fixed", 5);
+    std::memcpy(b.p + 4096, "+fixed", 6);
+    rt.block_on([&]() -> Task<void> {
+        iovec out[2] = {{b.p, 5}, {b.p + 4096, 6}};
+        EXPECT_EQ(co_await op::writev_fixed(Fixed{0}, out, 2, 0, 0), 11);
+        iovec in[1] = {{b.p + 2000, 11}};
+        EXPECT_EQ(co_await op::readv_fixed(Fixed{0}, in, 1, 0, 0), 11);
+        EXPECT_EQ(std::string(b.p + 2000, 11), "fixed+fixed");
+        EXPECT_EQ(co_await op::readv_fixed(Fixed{1}, in, 1, 0, 0), -EBADF);
+        EXPECT_EQ(co_await op::writev_fixed(Fixed{1}, out, 2, 0, 0), -EBADF);
+        EXPECT_EQ(co_await op::writev_fixed(Fixed{0}, out, 2, 0, 4), -EFAULT); // unregistered buffer
+        EXPECT_EQ(co_await op::readv_fixed(Fixed{0}, static_cast<const iovec*>(bad_address()), 1, 0, 0), -EFAULT);
+    }());
+}
+
+TEST_F(FileOp, BadPointersAndUnregisteredBuffers) {
+    Runtime rt;
+    AlignedBuf b(4096);
+    Fd fd = open_rw("badptr");
+    ASSERT_EQ(::write(fd, "abcdef", 6), 6);
+    ringo::buf::BufferTable bufs(rt);
+    iovec reg = b.iov();
+    ASSERT_EQ(bufs.register_buffers({&reg, 1}), 0);
+    rt.block_on([&]() -> Task<void> {
+        // The iovec array itself unreadable, or an iovec pointing nowhere.
+        EXPECT_EQ(co_await op::readv(fd, static_cast<const iovec*>(bad_address()), 1, 0), -EFAULT);
+        EXPECT_EQ(co_await op::writev(fd, static_cast<const iovec*>(bad_address()), 1, 0), -EFAULT);
+        iovec nowhere{bad_address(), 4};
+        EXPECT_EQ(co_await op::readv(fd, &nowhere, 1, 0), -EFAULT);
+        EXPECT_EQ(co_await op::writev(fd, &nowhere, 1, 0), -EFAULT);
+        // Registered-buffer index that is not registered.
+        EXPECT_EQ(co_await op::write_fixed(fd, b.p, 6, 0, 1), -EFAULT);
+        EXPECT_EQ(co_await op::write_fixed(fd, b.p, 6, 0, 1000), -EFAULT);
+        EXPECT_EQ(co_await op::read_fixed(fd, b.p, 6, 0, 0), 6);
+    }());
+    // madvise of a range with nothing mapped: -ENOMEM, as madvise(2).
+    void* p = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    ::munmap(p, 4096);
+    rt.block_on([&]() -> Task<void> { EXPECT_EQ(co_await op::madvise(p, 4096, MADV_WILLNEED), -ENOMEM); }());
+}
+
 // --- space, advice, sync, size -------------------------------------------------------------
 
 TEST_F(FileOp, Fallocate) {

@@ -176,6 +176,38 @@ TEST_F(PathOp, SymlinkatAndLinkat) {
     });
 }
 
+TEST_F(PathOp, ClosedDirfdAndBadPointers) {
+    // A relative path resolved against a closed directory descriptor: -EBADF. (dfd is always
+    // a plain descriptor: the kernel does not take a registered file for it.)
+    write_file(p("f"), "x");
+    run([&]() -> Task<void> {
+        const int bad = closed_fd();
+        const char* nowhere = static_cast<const char*>(bad_address());
+        struct statx st {};
+        EXPECT_EQ(co_await op::statx(bad, "f", 0, STATX_SIZE, &st), -EBADF);
+        EXPECT_EQ(co_await op::statx(AT_FDCWD, p("f").c_str(), 0, STATX_SIZE, static_cast<struct statx*>(bad_address())),
+                  -EFAULT);
+        EXPECT_EQ(co_await op::mkdirat(bad, "d", 0755), -EBADF);
+        EXPECT_EQ(co_await op::mkdirat(AT_FDCWD, nowhere, 0755), -EFAULT);
+        EXPECT_EQ(co_await op::renameat(bad, "f", AT_FDCWD, p("g").c_str()), -EBADF);
+        EXPECT_EQ(co_await op::renameat(AT_FDCWD, p("f").c_str(), bad, "g"), -EBADF);
+        EXPECT_EQ(co_await op::renameat(AT_FDCWD, nowhere, AT_FDCWD, p("g").c_str()), -EFAULT);
+        EXPECT_EQ(co_await op::renameat(AT_FDCWD, p("f").c_str(), AT_FDCWD, nowhere), -EFAULT);
+        EXPECT_EQ(co_await op::linkat(bad, "f", AT_FDCWD, p("h").c_str()), -EBADF);
+        EXPECT_EQ(co_await op::linkat(AT_FDCWD, nowhere, AT_FDCWD, p("h").c_str()), -EFAULT);
+        EXPECT_EQ(co_await op::symlinkat(p("f").c_str(), bad, "s"), -EBADF);
+        EXPECT_EQ(co_await op::symlinkat(p("f").c_str(), AT_FDCWD, nowhere), -EFAULT);
+        open_how how{};
+        how.flags = O_RDONLY;
+        EXPECT_EQ(co_await op::openat2(bad, "f", &how), -EBADF);
+        EXPECT_EQ(co_await op::openat_direct(bad, "f", O_RDONLY, 0, op::alloc_slot), -EBADF);
+        EXPECT_EQ(co_await op::openat2_direct(AT_FDCWD, p("f").c_str(), &how, 0), -ENXIO); // no table
+    });
+    EXPECT_TRUE(exists(p("f")));
+    EXPECT_FALSE(exists(p("g")));
+    EXPECT_FALSE(exists(p("h")));
+}
+
 // --- extended attributes ---------------------------------------------------------------------
 
 TEST_F(PathOp, SetxattrGetxattr) {
@@ -194,6 +226,10 @@ TEST_F(PathOp, SetxattrGetxattr) {
         EXPECT_EQ(co_await op::setxattr(p("x").c_str(), "user.other", "v2", 2, XATTR_REPLACE), -ENODATA);
         EXPECT_EQ(co_await op::getxattr(p("missing").c_str(), "user.ringo", buf, sizeof buf), -ENOENT);
         EXPECT_EQ(co_await op::getxattr(p("x").c_str(), "user.ringo", bad_address(), sizeof buf), -EFAULT);
+        EXPECT_EQ(co_await op::getxattr(static_cast<const char*>(bad_address()), "user.ringo", buf, sizeof buf), -EFAULT);
+        EXPECT_EQ(co_await op::getxattr(p("x").c_str(), static_cast<const char*>(bad_address()), buf, sizeof buf), -EFAULT);
+        EXPECT_EQ(co_await op::setxattr(static_cast<const char*>(bad_address()), "user.ringo", "v", 1), -EFAULT);
+        EXPECT_EQ(co_await op::setxattr(p("x").c_str(), "user.ringo", bad_address(), 4), -EFAULT);
     });
     char v[8] = {};
     EXPECT_EQ(::getxattr(p("x").c_str(), "user.ringo", v, sizeof v), 5);
@@ -220,6 +256,10 @@ TEST_F(PathOp, FsetxattrFgetxattrPlainAndFixed) {
         EXPECT_EQ(co_await op::fgetxattr(closed_fd(), "user.a", buf, sizeof buf), -EBADF);
         EXPECT_EQ(co_await op::fgetxattr(Fixed{5}, "user.a", buf, sizeof buf), -EBADF);
         EXPECT_EQ(co_await op::fsetxattr(fd, static_cast<const char*>(bad_address()), "x", 1), -EFAULT);
+        EXPECT_EQ(co_await op::fsetxattr(Fixed{0}, "user.c", bad_address(), 4), -EFAULT);
+        EXPECT_EQ(co_await op::fsetxattr(Fixed{5}, "user.c", "c", 1), -EBADF);
+        EXPECT_EQ(co_await op::fsetxattr(closed_fd(), "user.c", "c", 1), -EBADF);
+        EXPECT_EQ(co_await op::fgetxattr(Fixed{0}, "user.a", bad_address(), sizeof buf), -EFAULT);
     }());
 }
 

@@ -188,6 +188,41 @@ TEST(SendZc, SendmsgZc) {
     }());
 }
 
+TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
+    Runtime rt;
+    UdpSocket rx, tx;
+    ringo::buf::FileTable files(rt);
+    int fds[2] = {tx.fd, -1};
+    ASSERT_EQ(files.register_files(fds), 0);
+    op::ZcTracker t;
+    rt.block_on([&]() -> Task<void> {
+        const char msg[] = "fixed-zc";
+        EXPECT_EQ(co_await op::sendto_zc(Fixed{0}, msg, 8, 0, rx.sa(), sizeof rx.addr, t), 8);
+        char buf[16] = {};
+        EXPECT_EQ(co_await op::recv(rx.fd, buf, sizeof buf), 8);
+        EXPECT_EQ(std::string(buf, 8), "fixed-zc");
+        char part[] = "msg-zc";
+        iovec iov{part, 6};
+        msghdr m{};
+        m.msg_name = const_cast<sockaddr*>(rx.sa());
+        m.msg_namelen = sizeof rx.addr;
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        EXPECT_EQ(co_await op::sendmsg_zc(Fixed{0}, &m, t), 6);
+        EXPECT_EQ(co_await op::recv(rx.fd, buf, sizeof buf), 6);
+        EXPECT_EQ(std::string(buf, 6), "msg-zc");
+        // Empty slot, closed descriptor, bad address pointer.
+        EXPECT_EQ(co_await op::sendto_zc(Fixed{1}, msg, 8, 0, rx.sa(), sizeof rx.addr, t), -EBADF);
+        EXPECT_EQ(co_await op::sendmsg_zc(Fixed{1}, &m, t), -EBADF);
+        EXPECT_EQ(co_await op::sendto_zc(closed_fd(), msg, 8, 0, rx.sa(), sizeof rx.addr, t), -EBADF);
+        EXPECT_EQ(co_await op::sendmsg_zc(closed_fd(), &m, t), -EBADF);
+        EXPECT_EQ(co_await op::sendto_zc(Fixed{0}, msg, 8, 0, static_cast<const sockaddr*>(bad_address()), sizeof rx.addr, t),
+                  -EFAULT);
+        EXPECT_TRUE(co_await released_within(t, 2000ms));
+    }());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
 TEST(SendZc, FixedBufferAndFixedFile) {
     Runtime rt;
     TcpPair tcp;

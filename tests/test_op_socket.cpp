@@ -245,6 +245,53 @@ TEST(SocketOp, RecvWithProvidedBuffers) {
     });
 }
 
+TEST(SocketOp, WrongFixedIndexAndBadPointers) {
+    Runtime rt;
+    TcpPair tcp;
+    Listener l;
+    ringo::buf::FileTable files(rt);
+    int fds[3] = {tcp.client, tcp.server, -1};
+    ASSERT_EQ(files.register_files(fds), 0);
+    rt.block_on([&]() -> Task<void> {
+        char buf[8] = {};
+        msghdr m{};
+        iovec iov{buf, sizeof buf};
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        sockaddr_in a = loopback();
+        // An empty slot (2) and one past the end of the table (9).
+        for (unsigned i : {2u, 9u}) {
+            EXPECT_EQ(co_await op::send(Fixed{i}, "x", 1), -EBADF);
+            EXPECT_EQ(co_await op::recv(Fixed{i}, buf, sizeof buf), -EBADF);
+            EXPECT_EQ(co_await op::sendmsg(Fixed{i}, &m), -EBADF);
+            EXPECT_EQ(co_await op::recvmsg(Fixed{i}, &m), -EBADF);
+            EXPECT_EQ(co_await op::shutdown(Fixed{i}, SHUT_RDWR), -EBADF);
+            EXPECT_EQ(co_await op::accept(Fixed{i}), -EBADF);
+            EXPECT_EQ(co_await op::recv(Fixed{i}, op::BufferGroup{1}, 8), -EBADF);
+            if (rt.supports(compat::opcode::bind)) {
+                EXPECT_EQ(co_await op::bind(Fixed{i}, sa(a), sizeof a), -EBADF);
+                EXPECT_EQ(co_await op::listen(Fixed{i}, 4), -EBADF);
+            }
+        }
+        // Bad pointers.
+        EXPECT_EQ(co_await op::send(Fixed{0}, bad_address(), 4), -EFAULT);
+        EXPECT_EQ(co_await op::recvmsg(Fixed{1}, static_cast<msghdr*>(bad_address())), -EFAULT);
+        iovec nowhere{bad_address(), 4};
+        msghdr bad_iov{};
+        bad_iov.msg_iov = &nowhere;
+        bad_iov.msg_iovlen = 1;
+        EXPECT_EQ(co_await op::sendmsg(Fixed{0}, &bad_iov), -EFAULT);
+        UdpSocket u;
+        EXPECT_EQ(co_await op::sendto(u.fd, "x", 1, 0, static_cast<const sockaddr*>(bad_address()), sizeof a), -EFAULT);
+        // accept with an address length the kernel cannot read.
+        Fd c(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        EXPECT_EQ(::connect(c, reinterpret_cast<const sockaddr*>(&l.addr), sizeof l.addr), 0);
+        sockaddr_in peer{};
+        EXPECT_EQ(co_await op::accept(l.fd, reinterpret_cast<sockaddr*>(&peer), static_cast<socklen_t*>(bad_address())),
+                  -EFAULT);
+    }());
+}
+
 TEST(SocketOp, ConnectErrors) {
     run([]() -> Task<void> {
         sockaddr_in a = closed_port();
