@@ -126,6 +126,15 @@ void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept {
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     rt->unregister_task(p);
+    // A pool counts its live tasks; the count drops last, once this task touches nothing
+    // of the pool any more.
+    struct PoolCount {
+        PoolLink* l;
+        ~PoolCount() {
+            if (l) [[unlikely]]
+                l->task_ended();
+        }
+    } pool_count{rt->pool_link()};
     std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
     if (old == join_running) [[likely]]
         return std::noop_coroutine();
@@ -145,9 +154,11 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
         return std::noop_coroutine();
     }
     auto* tw = static_cast<ThreadJoinWaiter*>(w);
-    std::lock_guard lk(tw->m);
-    tw->done = true;
-    tw->cv.notify_one();
+    {
+        std::lock_guard lk(tw->m);
+        tw->done = true;
+        tw->cv.notify_one();
+    }
     return std::noop_coroutine();
 }
 
@@ -165,6 +176,10 @@ Runtime::Runtime(const RuntimeOptions& options)
     wants_events_ = (ring_.setup_flags() & (defer_taskrun | iopoll)) != 0;
     wake_.fn = &Runtime::on_wake;
     wake_.rt = this;
+    ring_wake_.fn = &Runtime::on_ring_wake;
+    ring_wake_.rt = this;
+    ring_wake_sent_.fn = &Runtime::on_ring_wake_sent;
+    ring_wake_sent_.rt = this;
     remote_.reserve(64);
     remote_swap_.reserve(64);
     // Cross-thread wake-ups: a ring-less MSG_RING (IORING_REGISTER_SEND_MSG_RING, 6.13) posts
@@ -212,6 +227,10 @@ RuntimeStats Runtime::stats() const noexcept {
     s.detached_exceptions = detached_exceptions_;
     s.backpressure_events = backpressure_;
     s.ops_in_flight = in_flight_;
+    s.remote_items = remote_items_.load(std::memory_order_relaxed);
+    s.wakeups = wakeups_.load(std::memory_order_relaxed);
+    s.wakeups_by_sqe = wakeups_by_sqe_.load(std::memory_order_relaxed);
+    s.tasks_migrated_in = migrated_in_;
     return s;
 }
 
@@ -239,48 +258,154 @@ void Runtime::drain_remote() {
         remote_swap_.swap(remote_);
     }
     bool sweep = false;
+    remote_items_.fetch_add(remote_swap_.size(), std::memory_order_relaxed);
     for (const RemoteItem& it : remote_swap_) {
         if (!it.addr) { // a cancellation request from another thread
             sweep = true;
             continue;
         }
-        if (it.spawn)
-            register_task(*it.spawn);
+        if (it.spawn) {
+            // A spawn (counted by the poster), or a task arriving by switch_to (tag bit 0).
+            auto raw = reinterpret_cast<std::uintptr_t>(it.spawn);
+            auto* p = reinterpret_cast<detail::PromiseBase*>(raw & ~std::uintptr_t{1});
+            if (raw & 1)
+                ++migrated_in_;
+            else
+                ++tasks_spawned_;
+            link_task(*p);
+            // A cancel sent while the task was in transit went to a runtime that no longer
+            // had it; the flag it left makes this runtime apply it.
+            if (p->own_ctx_.remote_request.load(std::memory_order_seq_cst))
+                sweep = true;
+        }
         ready_.push(std::coroutine_handle<>::from_address(it.addr));
     }
     remote_swap_.clear();
     if (sweep) {
+        bool all = cancel_all_.exchange(false, std::memory_order_acq_rel);
         for (detail::PromiseBase* p = tasks_; p; p = p->next_)
-            if (p->own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel))
+            if (p->own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel) || all)
                 detail::cancel(p->own_ctx_);
+    }
+}
+
+void Runtime::post_migration(detail::PromiseBase& p, std::coroutine_handle<> h) {
+    post_remote({h.address(), reinterpret_cast<detail::PromiseBase*>(reinterpret_cast<std::uintptr_t>(&p) | 1)});
+}
+
+void Runtime::cancel_all_tasks() noexcept {
+    for (detail::PromiseBase* p = tasks_; p; p = p->next_)
+        detail::cancel(p->own_ctx_);
+}
+
+void Runtime::request_cancel_all() {
+    cancel_all_.store(true, std::memory_order_release);
+    post_remote({nullptr, nullptr});
+}
+
+void Runtime::flush_submissions() noexcept {
+    if (ring_.pending())
+        (void)ring_.submit(0, false);
+}
+
+void Runtime::finish_outgoing_wakes() noexcept {
+    Runtime* prev = detail::t_current;
+    detail::t_current = this; // on_ring_wake_sent books the CQE on the current runtime
+    while (outgoing_wakes_ > 0) {
+        int r = ring_.submit(1, true);
+        if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME)
+            break;
+        reap_without_resuming();
+    }
+    detail::t_current = prev;
+}
+
+bool Runtime::queue_ring_wake(Runtime& target) noexcept {
+    if (!supports(uring::compat::opcode::msg_ring))
+        return false;
+    io_uring_sqe* sqe;
+    try {
+        sqe = get_sqe();
+    } catch (...) {
+        return false;
+    }
+    std::memset(sqe, 0, sizeof *sqe);
+    sqe->opcode = uring::compat::opcode::msg_ring;
+    sqe->fd = target.ring_fd();
+    sqe->off = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&target.ring_wake_)) |
+               detail::tag_completion; // the CQE posted on the target
+    sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&target.ring_wake_sent_)) |
+                     detail::tag_completion; // this ring's own CQE of the message
+    ++in_flight_;
+    ++outgoing_wakes_;
+    return true;
+}
+
+void Runtime::on_ring_wake(detail::Completion* c, int, std::uint32_t) {
+    static_cast<RingWake*>(c)->rt->drain_remote();
+}
+
+void Runtime::on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t) {
+    // Runs on the sender; `c` belongs to the target.
+    if (Runtime* sender = detail::t_current) {
+        --sender->in_flight_;
+        --sender->outgoing_wakes_;
+    }
+    if (res < 0) [[unlikely]] // the message did not arrive (-EOVERFLOW, ...): wake it another way
+        static_cast<RingWake*>(c)->rt->wake_by_syscall();
+}
+
+void Runtime::wake_by_syscall() noexcept {
+    if (msg_wake_) {
+        send_wake_msg(reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&wake_)) |
+                      detail::tag_completion);
+    } else {
+        std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
     }
 }
 
 void Runtime::post(std::coroutine_handle<> h) { post_remote({h.address(), nullptr}); }
 
-void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) { post_remote({h.address(), &p}); }
+void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) {
+    if (pool_)
+        pool_->task_started();
+    post_remote({h.address(), &p});
+}
 
 void Runtime::request_cancel(detail::PromiseBase& p) {
-    p.own_ctx_.remote_request.store(true, std::memory_order_release);
-    post_remote({nullptr, nullptr});
+    // The flag first, then the owner: a task that moves with switch_to meanwhile finds the
+    // flag when it arrives (see drain_remote), or this reads its new owner.
+    p.own_ctx_.remote_request.store(true, std::memory_order_seq_cst);
+    Runtime* owner = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_seq_cst);
+    (owner ? owner : this)->post_remote({nullptr, nullptr});
 }
 
 void Runtime::post_remote(RemoteItem item) {
-    // The wake-up is written under the lock: once the item is visible the target may run
-    // it, finish, and start destroying itself, and its destructor takes this lock before
-    // it closes the eventfd.
-    std::lock_guard lk(remote_m_);
-    remote_.push_back(item);
-    if (!wake_pending_) {
+    // From a runtime of the same pool the wake-up is an IORING_OP_MSG_RING SQE on the
+    // sender's own ring, submitted with its other SQEs (the pool keeps every runtime alive
+    // until all of them have stopped and sent their last message).
+    Runtime* sender = detail::t_current;
+    bool by_ring = sender && sender != this && pool_ && sender->pool_ == pool_ && !sender->discard_;
+    {
+        // Otherwise the wake-up is written under the lock: once the item is visible the target
+        // may run it, finish, and start destroying itself, and its destructor takes this lock
+        // before it closes the eventfd.
+        std::lock_guard lk(remote_m_);
+        remote_.push_back(item);
+        if (wake_pending_)
+            return;
         wake_pending_ = true;
-        if (msg_wake_) {
-            send_wake_msg(reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&wake_)) |
-                          detail::tag_completion);
-        } else {
-            std::uint64_t one = 1;
-            [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
+        wakeups_.fetch_add(1, std::memory_order_relaxed);
+        if (!by_ring) {
+            wake_by_syscall();
+            return;
         }
     }
+    if (sender->queue_ring_wake(*this))
+        wakeups_by_sqe_.fetch_add(1, std::memory_order_relaxed);
+    else
+        wake_by_syscall();
 }
 
 io_uring_sqe* Runtime::get_sqe_slow() {

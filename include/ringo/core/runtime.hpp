@@ -87,6 +87,22 @@ struct ThreadJoinWaiter : JoinWaiter {
 
 void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept;
 
+/// Shared by the runtimes of one RuntimePool (core/pool.hpp): the number of tasks alive on
+/// them (counted when spawned or posted, uncounted when they end), and the condition the
+/// pool waits on until it drops to zero.
+struct PoolLink {
+    std::atomic<std::int64_t> live{0};
+    std::mutex m;
+    std::condition_variable idle;
+    void task_started() noexcept { live.fetch_add(1, std::memory_order_seq_cst); }
+    void task_ended() noexcept {
+        if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard lk(m);
+            idle.notify_all();
+        }
+    }
+};
+
 /// CLOCK_MONOTONIC in nanoseconds.
 std::uint64_t now_ns() noexcept;
 
@@ -128,6 +144,11 @@ struct RuntimeStats {
     std::uint64_t detached_exceptions = 0;
     std::uint64_t backpressure_events = 0; ///< -EBUSY / CQ overflow seen on submit
     std::uint32_t ops_in_flight = 0;  ///< awaited operations whose CQE has not arrived
+    // Cross-thread traffic, counted by the receiving runtime:
+    std::uint64_t remote_items = 0;   ///< spawns, resumptions, migrations, cancel requests posted from other threads
+    std::uint64_t wakeups = 0;        ///< wake-up messages sent to this runtime (at most one per batch of items)
+    std::uint64_t wakeups_by_sqe = 0; ///< of which IORING_OP_MSG_RING SQEs on the sender's ring (no extra syscall)
+    std::uint64_t tasks_migrated_in = 0; ///< tasks that moved here with switch_to
 };
 
 /// One io_uring and the tasks that run on it; one thread drives it (the thread that
@@ -227,6 +248,11 @@ public:
     // Internal: spawned-task registry and counters.
     void register_task(detail::PromiseBase& p) noexcept {
         ++tasks_spawned_;
+        if (pool_) [[unlikely]]
+            pool_->task_started();
+        link_task(p);
+    }
+    void link_task(detail::PromiseBase& p) noexcept {
         p.prev_ = nullptr;
         p.next_ = tasks_;
         if (tasks_)
@@ -255,6 +281,25 @@ public:
         return ready_.rotate(h);
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
+
+    // Internal, for RuntimePool and switch_to (core/pool.hpp, src/pool.cpp).
+    /// The pool this runtime belongs to (set before it runs), or null.
+    void set_pool_link(detail::PoolLink* l) noexcept { pool_ = l; }
+    [[nodiscard]] detail::PoolLink* pool_link() const noexcept { return pool_; }
+    /// Receives task `p` (already unregistered from its previous runtime, p.owner_ already
+    /// this runtime) whose coroutine `h` resumes here. Any thread.
+    void post_migration(detail::PromiseBase& p, std::coroutine_handle<> h);
+    /// Cancels every task registered here (owner thread).
+    void cancel_all_tasks() noexcept;
+    /// Asks this runtime, from any thread, to cancel every task registered here.
+    void request_cancel_all();
+    /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the
+    /// thread: a MSG_RING wake-up queued for another runtime then leaves at once.
+    void flush_submissions() noexcept;
+    /// Submits and waits until every MSG_RING wake-up this runtime sent to another has
+    /// completed (owner thread, outside the loop); a pool calls it before any runtime of
+    /// the pool is destroyed.
+    void finish_outgoing_wakes() noexcept;
     void count_detached_exception() noexcept { ++detached_exceptions_; }
 
 private:
@@ -330,6 +375,24 @@ private:
     std::vector<RemoteItem> remote_;
     std::vector<RemoteItem> remote_swap_;
     void post_remote(RemoteItem item);
+
+    // Pool membership and runtime-to-runtime wake-ups (additions for RuntimePool).
+    detail::PoolLink* pool_ = nullptr;
+    std::atomic<bool> cancel_all_{false};
+    std::atomic<std::uint64_t> remote_items_{0};
+    std::atomic<std::uint64_t> wakeups_{0};
+    std::atomic<std::uint64_t> wakeups_by_sqe_{0};
+    std::uint64_t migrated_in_ = 0;
+    std::uint32_t outgoing_wakes_ = 0; // MSG_RING wake-ups this runtime sent, CQE not yet seen
+    struct RingWake : detail::Completion {
+        Runtime* rt;
+    };
+    RingWake ring_wake_{};    // target side: the CQE a MSG_RING wake-up posts here
+    RingWake ring_wake_sent_{}; // sender side: the sender's own CQE of that MSG_RING (failure -> resend)
+    static void on_ring_wake(detail::Completion* c, int res, std::uint32_t flags);
+    static void on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t flags);
+    bool queue_ring_wake(Runtime& target) noexcept; // sender side, owner thread of *this
+    void wake_by_syscall() noexcept;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -388,10 +451,12 @@ public:
         std::uintptr_t s = p.join_.load(std::memory_order_acquire);
         if (s == detail::join_completed || s == detail::join_abandoned)
             return;
-        if (p.owner_ == detail::t_current)
+        // owner_ changes when the task moves with switch_to: read it atomically.
+        Runtime* owner = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire);
+        if (owner == detail::t_current)
             detail::cancel(p.own_ctx_);
         else
-            p.owner_->request_cancel(p);
+            owner->request_cancel(p);
     }
 
     struct Awaiter : detail::Waitable {
@@ -443,8 +508,11 @@ public:
         if (!h_)
             throw std::logic_error("ringo: join of a JoinHandle that was joined or detached");
         auto& p = h_.promise();
-        if (p.owner_ != nullptr && p.owner_ == detail::t_current)
+        Runtime* owner = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire);
+        if (owner != nullptr && owner == detail::t_current)
             throw std::logic_error("ringo: join() from the runtime that runs the task would deadlock; co_await it");
+        if (Runtime* cur = detail::t_current)
+            cur->flush_submissions(); // a wake-up this thread queued must leave before it blocks
         detail::ThreadJoinWaiter w;
         std::uintptr_t expected = detail::join_running;
         if (p.join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)),
@@ -484,6 +552,7 @@ JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
     p.owner_ = &rt;
     p.frame_ = h.address();
     p.ctx_ = &p.own_ctx_;
+    p.own_ctx_.task_root = true;
     if (detail::t_current == &rt) {
         rt.register_task(p);
         rt.schedule(h);

@@ -48,6 +48,7 @@ struct CancelCtx {
     CancelCtx* prev_sibling = nullptr;
     bool cancelled = false;
     std::atomic<bool> remote_request{false};
+    bool task_root = false; // the own context of a spawned task (PromiseBase::own_ctx_)
 
     void link_under(CancelCtx& p) noexcept {
         parent = &p;

@@ -1,0 +1,276 @@
+#include <ringo/core/pool.hpp>
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstddef>
+#include <exception>
+#include <latch>
+#include <system_error>
+#include <type_traits>
+
+namespace ringo {
+
+namespace detail {
+
+static_assert(std::is_standard_layout_v<PromiseBase>, "task_of relies on offsetof(PromiseBase, own_ctx_)");
+
+PromiseBase& task_of(CancelCtx& c) noexcept {
+    return *reinterpret_cast<PromiseBase*>(reinterpret_cast<char*>(&c) - offsetof(PromiseBase, own_ctx_));
+}
+
+void switch_to_misuse(const char* what) { throw std::logic_error(what); }
+
+void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handle<> h) {
+    // Pools count their live tasks: a task leaving one pool for another runtime moves its count.
+    PoolLink* fl = from.pool_link();
+    PoolLink* tl = to.pool_link();
+    if (tl && tl != fl)
+        tl->task_started();
+    from.unregister_task(root);
+    // Published before the task is posted: a cancel() that reads the old owner has set the
+    // flag first, and `to` checks that flag when the task arrives (Runtime::drain_remote).
+    std::atomic_ref<Runtime*>(root.owner_).store(&to, std::memory_order_seq_cst);
+    to.post_migration(root, h); // from here on the task may run on `to`
+    if (fl && fl != tl)
+        fl->task_ended();
+}
+
+namespace {
+
+// The root task of every pool thread: suspends until the pool posts it back (stop).
+struct Park {
+    std::coroutine_handle<>* slot;
+    std::latch* started;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) noexcept {
+        *slot = h;
+        started->count_down();
+    }
+    void await_resume() const noexcept {}
+};
+
+Task<void> park(std::coroutine_handle<>* slot, std::latch* started) { co_await Park{slot, started}; }
+
+Task<RuntimeStats> stats_here() { co_return Runtime::current()->stats(); }
+
+std::vector<int> allowed_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set))
+                cpus.push_back(c);
+    }
+    if (cpus.empty())
+        cpus.push_back(0);
+    return cpus;
+}
+
+} // namespace
+
+} // namespace detail
+
+struct RuntimePool::Start {
+    std::latch started;
+    std::latch teardown;
+    explicit Start(std::size_t n) : started(static_cast<std::ptrdiff_t>(n)), teardown(static_cast<std::ptrdiff_t>(n)) {}
+};
+
+RuntimePool::RuntimePool(std::size_t threads, PoolOptions options) {
+    if (threads == 0)
+        throw std::invalid_argument("ringo: RuntimePool needs at least one thread (got 0)");
+    std::vector<RuntimeOptions> opts;
+    opts.reserve(threads);
+    for (std::size_t i = 0; i < threads; ++i)
+        opts.push_back(options.options_for(i));
+    std::vector<int> cpus;
+    if (options.pinned())
+        cpus = detail::allowed_cpus();
+    start_ = std::make_unique<Start>(threads);
+    slots_.reserve(threads);
+    for (std::size_t i = 0; i < threads; ++i)
+        slots_.push_back(std::make_unique<Slot>());
+    std::size_t launched = 0;
+    try {
+        for (; launched < threads; ++launched) {
+            int cpu = cpus.empty() ? -1 : cpus[launched % cpus.size()];
+            Slot& s = *slots_[launched];
+            s.thread = std::thread([this, &s, o = opts[launched], cpu] { thread_main(s, o, cpu); });
+        }
+    } catch (...) {
+        // Threads that could not be created never count down: do it for them.
+        for (std::size_t i = launched; i < threads; ++i) {
+            start_->started.count_down();
+            start_->teardown.count_down();
+        }
+        start_->started.wait();
+        stop_threads();
+        throw;
+    }
+    start_->started.wait();
+    for (auto& s : slots_) {
+        if (s->error) {
+            std::exception_ptr e = s->error;
+            accepting_.store(false);
+            stop_threads();
+            std::rethrow_exception(e);
+        }
+    }
+}
+
+void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
+    std::unique_ptr<Runtime> rt;
+    try {
+        if (cpu >= 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            int r = ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+            if (r != 0)
+                throw std::system_error(r, std::generic_category(), "ringo: RuntimePool could not pin a thread to its CPU");
+        }
+        rt = std::make_unique<Runtime>(opts);
+        rt->set_pool_link(&link_);
+        s.rt = rt.get();
+    } catch (...) {
+        s.error = std::current_exception();
+        start_->started.count_down();
+        start_->teardown.count_down();
+        return;
+    }
+    try {
+        rt->block_on(detail::park(&s.parked, &start_->started));
+    } catch (...) {
+        // The loop failed (the ring broke): the pool can no longer use this runtime.
+        s.error = std::current_exception();
+    }
+    // Every wake-up this ring sent must have reached its target before any runtime of the
+    // pool closes its ring; then all of them may go.
+    rt->finish_outgoing_wakes();
+    s.final_stats = rt->stats();
+    start_->teardown.arrive_and_wait();
+    rt.reset();
+}
+
+RuntimePool::~RuntimePool() { shutdown(); }
+
+Runtime& RuntimePool::runtime(std::size_t i) const {
+    if (i >= slots_.size())
+        throw std::out_of_range("ringo: RuntimePool::runtime: no runtime with that index");
+    Runtime* rt = slots_[i]->rt;
+    if (!rt)
+        throw std::logic_error("ringo: RuntimePool::runtime after shutdown");
+    return *rt;
+}
+
+std::size_t RuntimePool::index_of(const Runtime* rt) const noexcept {
+    if (rt)
+        for (std::size_t i = 0; i < slots_.size(); ++i)
+            if (slots_[i]->rt == rt)
+                return i;
+    return slots_.size();
+}
+
+void RuntimePool::begin_shutdown() {
+    if (Runtime* cur = Runtime::current(); cur && index_of(cur) < slots_.size())
+        throw std::logic_error("ringo: RuntimePool shutdown from one of its own threads would wait for itself");
+    accepting_.store(false, std::memory_order_seq_cst);
+    // Under the lock: an owner removing its hook (a listener being destroyed) waits for it.
+    std::lock_guard lk(hooks_m_);
+    for (auto& h : hooks_)
+        h.second();
+}
+
+bool RuntimePool::wait_idle_for(std::chrono::milliseconds d) {
+    std::unique_lock lk(link_.m);
+    return link_.idle.wait_for(lk, d, [&] { return link_.live.load(std::memory_order_acquire) == 0; });
+}
+
+void RuntimePool::shutdown() {
+    std::lock_guard lk(m_);
+    if (stopped_)
+        return;
+    begin_shutdown();
+    {
+        std::unique_lock ilk(link_.m);
+        link_.idle.wait(ilk, [&] { return link_.live.load(std::memory_order_acquire) == 0; });
+    }
+    stop_threads();
+}
+
+void RuntimePool::shutdown_now() {
+    std::lock_guard lk(m_);
+    if (stopped_)
+        return;
+    begin_shutdown();
+    cancel_until_idle();
+    stop_threads();
+}
+
+bool RuntimePool::shutdown_for(std::chrono::milliseconds grace) {
+    std::lock_guard lk(m_);
+    if (stopped_)
+        return true;
+    begin_shutdown();
+    bool in_time = wait_idle_for(grace);
+    if (!in_time)
+        cancel_until_idle();
+    stop_threads();
+    return in_time;
+}
+
+void RuntimePool::cancel_until_idle() {
+    // Tasks that start, or arrive by switch_to, after a sweep are caught by the next one.
+    do {
+        for (auto& s : slots_)
+            s->rt->request_cancel_all();
+    } while (!wait_idle_for(std::chrono::milliseconds(10)));
+}
+
+void RuntimePool::stop_threads() {
+    for (auto& s : slots_)
+        if (s->parked)
+            s->rt->post(s->parked);
+    for (auto& s : slots_) {
+        if (s->thread.joinable())
+            s->thread.join();
+        s->rt = nullptr;
+    }
+    stopped_ = true;
+}
+
+std::vector<RuntimeStats> RuntimePool::stats() {
+    std::vector<RuntimeStats> out;
+    std::lock_guard lk(m_);
+    if (stopped_) {
+        for (auto& s : slots_)
+            out.push_back(s->final_stats);
+        return out;
+    }
+    if (Runtime* cur = Runtime::current(); cur && index_of(cur) < slots_.size())
+        throw std::logic_error("ringo: RuntimePool::stats from one of its own threads; use Runtime::stats there");
+    for (auto& s : slots_)
+        out.push_back(ringo::spawn(*s->rt, detail::stats_here()).join());
+    return out;
+}
+
+std::uint64_t RuntimePool::add_shutdown_hook(std::function<void()> fn) {
+    std::lock_guard lk(hooks_m_);
+    std::uint64_t id = next_hook_++;
+    hooks_.emplace_back(id, std::move(fn));
+    return id;
+}
+
+void RuntimePool::remove_shutdown_hook(std::uint64_t id) {
+    std::lock_guard lk(hooks_m_);
+    for (auto it = hooks_.begin(); it != hooks_.end(); ++it) {
+        if (it->first == id) {
+            hooks_.erase(it);
+            return;
+        }
+    }
+}
+
+} // namespace ringo
