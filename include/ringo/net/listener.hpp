@@ -1,0 +1,234 @@
+// ringo/net/listener.hpp - a TCP listener sharded across a RuntimePool with SO_REUSEPORT.
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <ringo/compose/cancel.hpp>
+#include <ringo/core/pool.hpp>
+#include <ringo/core/time.hpp>
+#include <ringo/op/socket.hpp>
+
+namespace ringo::net {
+
+/// One listening TCP socket per runtime of a RuntimePool, all bound to the same address and
+/// port with SO_REUSEPORT (the kernel spreads incoming connections over them by a hash of
+/// the connection's addresses), and one accept loop per runtime. Every accepted connection
+/// becomes a task `handler(fd)` on the runtime that accepted it; the handler owns `fd` and
+/// closes it.
+///
+///     ringo::RuntimePool pool{2};
+///     ringo::net::ShardedListener lst{pool, addr, [](int fd) -> ringo::Task<void> {
+///         char buf[512];
+///         int n;
+///         while ((n = co_await ringo::op::recv(fd, buf, sizeof buf)) > 0)
+///             co_await ringo::op::send(fd, buf, n);
+///         co_await ringo::op::close(fd);
+///     }};
+///
+/// `handler` is any callable taking an int and returning a Task; the listener keeps one copy
+/// of it alive for as long as a connection task uses it (so a capturing lambda is fine).
+/// Connection tasks are ordinary tasks of the pool: a graceful pool shutdown waits for them.
+///
+/// Stopping: stop() (or the destructor) cancels the accept loops, waits for them and closes
+/// the listening sockets; connection tasks keep running. A pool shutdown stops the accept
+/// loops by itself (through a shutdown hook), so it never waits for them.
+class ShardedListener {
+public:
+    /// Binds `addr` (IPv4 or IPv6; port 0 picks a free port, which every shard then shares)
+    /// once per runtime and starts accepting. Throws std::system_error when a socket cannot
+    /// be created, bound or put in listening state (e.g. EADDRINUSE without SO_REUSEPORT on
+    /// the other socket), std::logic_error when the pool is shutting down.
+    template <class Handler>
+    ShardedListener(RuntimePool& pool, const sockaddr* addr, socklen_t addrlen, Handler handler, int backlog = 1024)
+        : pool_(&pool), state_(std::make_shared<State>(pool.size())) {
+        open_sockets(addr, addrlen, backlog);
+        auto h = std::make_shared<Handler>(std::move(handler));
+        try {
+            for (std::size_t i = 0; i < pool.size(); ++i)
+                loops_.push_back(pool.spawn_on(i, accept_loop(state_, i, h)));
+        } catch (...) {
+            stop();
+            throw;
+        }
+        hook_ = pool.add_shutdown_hook([this] { request_stop(); });
+    }
+    /// Same, on an IPv4 address in host byte order (INADDR_LOOPBACK, INADDR_ANY) and port.
+    template <class Handler>
+    ShardedListener(RuntimePool& pool, std::uint32_t ipv4, std::uint16_t port, Handler handler, int backlog = 1024)
+        : ShardedListener(pool, ipv4_addr(ipv4, port).as_sockaddr(), sizeof(sockaddr_in), std::move(handler),
+                          backlog) {}
+
+    ShardedListener(const ShardedListener&) = delete;
+    ShardedListener& operator=(const ShardedListener&) = delete;
+    ~ShardedListener() {
+        if (pool_)
+            pool_->remove_shutdown_hook(hook_);
+        stop();
+    }
+
+    /// The port every shard listens on (host byte order).
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    /// The number of shards (the pool's size).
+    [[nodiscard]] std::size_t shards() const noexcept { return state_->accepted.size(); }
+    /// Connections accepted by the accept loop of runtime i so far.
+    [[nodiscard]] std::uint64_t accepted(std::size_t i) const noexcept {
+        return state_->accepted.at(i).value.load(std::memory_order_relaxed);
+    }
+    /// The first error that ended an accept loop (-errno), or 0.
+    [[nodiscard]] int error() const noexcept { return state_->error.load(std::memory_order_relaxed); }
+
+    /// Asks the accept loops to stop (any thread, any task); returns at once.
+    void request_stop() {
+        std::lock_guard lk(m_);
+        for (auto& l : loops_)
+            l.cancel();
+    }
+    /// Stops the accept loops, waits for them, closes the listening sockets. From a plain
+    /// thread (not one of the pool's threads). Idempotent.
+    void stop() {
+        request_stop();
+        std::vector<JoinHandle<void>> loops;
+        {
+            std::lock_guard lk(m_);
+            loops.swap(loops_);
+        }
+        for (auto& l : loops) {
+            try {
+                l.join();
+            } catch (...) { // an accept loop that failed (out of memory) has ended all the same
+            }
+        }
+        for (int& fd : fds_) {
+            if (fd >= 0)
+                ::close(fd);
+            fd = -1;
+        }
+    }
+
+private:
+    struct Counter {
+        std::atomic<std::uint64_t> value{0};
+    };
+    struct State {
+        explicit State(std::size_t n) : accepted(n), fds(n, -1) {}
+        std::vector<Counter> accepted;
+        std::vector<int> fds;
+        std::atomic<int> error{0};
+    };
+    struct Ipv4 {
+        sockaddr_in a{};
+        const sockaddr* as_sockaddr() const noexcept { return reinterpret_cast<const sockaddr*>(&a); }
+    };
+    static Ipv4 ipv4_addr(std::uint32_t ip, std::uint16_t port) noexcept {
+        Ipv4 r;
+        r.a.sin_family = AF_INET;
+        r.a.sin_addr.s_addr = htonl(ip);
+        r.a.sin_port = htons(port);
+        return r;
+    }
+
+    void open_sockets(const sockaddr* addr, socklen_t addrlen, int backlog) {
+        if (!addr || addrlen > sizeof(sockaddr_storage) || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+            throw std::invalid_argument("ringo: ShardedListener needs an IPv4 or IPv6 address");
+        sockaddr_storage ss{};
+        std::memcpy(&ss, addr, addrlen);
+        fds_.assign(state_->accepted.size(), -1);
+        auto fail = [&](const char* what) {
+            int e = errno;
+            for (int& fd : fds_)
+                if (fd >= 0)
+                    ::close(std::exchange(fd, -1));
+            throw std::system_error(e, std::generic_category(), what);
+        };
+        for (std::size_t i = 0; i < fds_.size(); ++i) {
+            int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            if (fd < 0)
+                fail("ringo: ShardedListener: socket");
+            fds_[i] = fd;
+            int one = 1;
+            if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
+                ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+                fail("ringo: ShardedListener: setsockopt(SO_REUSEPORT)");
+            if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), addrlen) != 0)
+                fail("ringo: ShardedListener: bind");
+            if (i == 0) { // port 0: every other shard takes the port the first one got
+                sockaddr_storage got{};
+                socklen_t len = sizeof got;
+                if (::getsockname(fd, reinterpret_cast<sockaddr*>(&got), &len) != 0)
+                    fail("ringo: ShardedListener: getsockname");
+                std::uint16_t p = got.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&got)->sin_port
+                                                           : reinterpret_cast<sockaddr_in6*>(&got)->sin6_port;
+                if (ss.ss_family == AF_INET)
+                    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = p;
+                else
+                    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = p;
+                port_ = ntohs(p);
+            }
+            if (::listen(fd, backlog) != 0)
+                fail("ringo: ShardedListener: listen");
+        }
+        state_->fds = fds_;
+    }
+
+    template <class H>
+    static Task<void> serve(std::shared_ptr<H> h, int fd) {
+        co_await (*h)(fd);
+    }
+
+    template <class H>
+    static Task<void> accept_loop(std::shared_ptr<State> st, std::size_t i, std::shared_ptr<H> h) {
+        int lfd = st->fds[i];
+        for (;;) {
+            int c = co_await op::accept(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+            if (c >= 0) {
+                st->accepted[i].value.fetch_add(1, std::memory_order_relaxed);
+                ringo::spawn(serve(h, c)).detach();
+                continue;
+            }
+            if (c == -ECANCELED || co_await cancellation_requested())
+                co_return;
+            switch (-c) {
+            case EINTR:
+            case EAGAIN:
+            case ECONNABORTED:
+            case EPROTO:
+            case EPERM: // a firewall refused this one connection
+                continue;
+            case EMFILE:
+            case ENFILE:
+            case ENOBUFS:
+            case ENOMEM: // out of descriptors or memory: back off, then accept again
+                co_await sleep_for(std::chrono::milliseconds(10));
+                continue;
+            default: { // the socket itself is unusable (EBADF, EINVAL, ...)
+                int expected = 0;
+                st->error.compare_exchange_strong(expected, c, std::memory_order_relaxed);
+                co_return;
+            }
+            }
+        }
+    }
+
+    RuntimePool* pool_;
+    std::shared_ptr<State> state_;
+    std::vector<int> fds_;
+    std::uint16_t port_ = 0;
+    std::mutex m_;
+    std::vector<JoinHandle<void>> loops_;
+    std::uint64_t hook_ = 0;
+};
+
+} // namespace ringo::net

@@ -1,0 +1,161 @@
+#include <ringo/net/listener.hpp>
+#include <ringo/ringo.hpp>
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+using ringo::RuntimePool;
+using ringo::Task;
+using ringo::net::ShardedListener;
+
+namespace {
+
+// Connects to 127.0.0.1:port, sends one byte, returns the byte the server answers (-1: error).
+int ask(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    int res = -1;
+    unsigned char c = 'x';
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::send(fd, &c, 1, 0) == 1 &&
+        ::recv(fd, &c, 1, MSG_WAITALL) == 1)
+        res = c;
+    ::close(fd);
+    return res;
+}
+
+int connect_errno(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    int r = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 ? 0 : errno;
+    ::close(fd);
+    return r;
+}
+
+// Answers one byte: the index of the runtime that serves the connection.
+auto which_runtime(RuntimePool& pool) {
+    return [&pool](int fd) -> Task<void> {
+        char c;
+        if (co_await ringo::op::recv(fd, &c, 1) == 1) {
+            auto idx = static_cast<unsigned char>(pool.current_index());
+            co_await ringo::op::send(fd, &idx, 1);
+        }
+        co_await ringo::op::close(fd);
+    };
+}
+
+TEST(ShardedListener, ConnectionsAreServedByMoreThanOneRuntime) {
+    RuntimePool pool(2);
+    ShardedListener lst(pool, INADDR_LOOPBACK, 0, which_runtime(pool));
+    ASSERT_NE(lst.port(), 0);
+    EXPECT_EQ(lst.shards(), 2u);
+    std::vector<int> served(2, 0);
+    constexpr int n = 64;
+    for (int i = 0; i < n; ++i) {
+        int r = ask(lst.port());
+        ASSERT_GE(r, 0) << "connection " << i;
+        ASSERT_LT(r, 2);
+        ++served[static_cast<std::size_t>(r)];
+    }
+    // SO_REUSEPORT hashes each connection's source port: with 64 connections both shards
+    // get some unless the hash put all of them on one (probability 2^-63).
+    EXPECT_GT(served[0], 0);
+    EXPECT_GT(served[1], 0);
+    EXPECT_EQ(lst.accepted(0) + lst.accepted(1), std::uint64_t(n));
+    EXPECT_EQ(lst.accepted(0), std::uint64_t(served[0]));
+    lst.stop();
+    EXPECT_EQ(lst.error(), 0);
+    EXPECT_EQ(connect_errno(lst.port()), ECONNREFUSED); // every shard's socket is closed
+    pool.shutdown();
+}
+
+TEST(ShardedListener, PoolShutdownStopsTheAcceptLoops) {
+    std::uint16_t port = 0;
+    std::atomic<int> handled{0};
+    {
+        RuntimePool pool(2);
+        ShardedListener lst(pool, INADDR_LOOPBACK, 0, [&handled](int fd) -> Task<void> {
+            char c;
+            co_await ringo::op::recv(fd, &c, 1);
+            co_await ringo::op::send(fd, &c, 1);
+            co_await ringo::op::close(fd);
+            handled.fetch_add(1);
+        });
+        port = lst.port();
+        EXPECT_EQ(ask(port), 'x');
+        auto t0 = std::chrono::steady_clock::now();
+        pool.shutdown(); // graceful: the hook stops the accept loops, nothing else runs
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+        EXPECT_EQ(pool.live_tasks(), 0);
+    } // the listener (destroyed first) closes its sockets after the pool stopped its loops
+    EXPECT_EQ(handled.load(), 1);
+    EXPECT_EQ(connect_errno(port), ECONNREFUSED);
+}
+
+TEST(ShardedListener, GracefulShutdownWaitsForOpenConnections) {
+    RuntimePool pool(2);
+    std::atomic<bool> finished{false};
+    ShardedListener lst(pool, INADDR_LOOPBACK, 0, [&finished](int fd) -> Task<void> {
+        char c;
+        co_await ringo::op::recv(fd, &c, 1); // ends when the client closes
+        co_await ringo::op::close(fd);
+        finished.store(true);
+    });
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(lst.port());
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    while (lst.accepted(0) + lst.accepted(1) == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::thread closer([fd] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        ::close(fd);
+    });
+    pool.shutdown(); // returns once the connection's task has seen the close
+    EXPECT_TRUE(finished.load());
+    closer.join();
+}
+
+TEST(ShardedListener, BadAddressAndBusyPortThrow) {
+    RuntimePool pool(2);
+    sockaddr bad{};
+    bad.sa_family = AF_UNIX;
+    auto noop = [](int fd) -> Task<void> { co_await ringo::op::close(fd); };
+    EXPECT_THROW(ShardedListener(pool, &bad, sizeof bad, noop), std::invalid_argument);
+    // A port held by a socket without SO_REUSEPORT cannot be shared.
+    int plain = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::bind(plain, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(plain, 4), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::getsockname(plain, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    try {
+        ShardedListener lst(pool, INADDR_LOOPBACK, ntohs(a.sin_port), noop);
+        ADD_FAILURE() << "bound a port another socket holds";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EADDRINUSE) << e.what();
+    }
+    ::close(plain);
+}
+
+} // namespace
