@@ -185,7 +185,7 @@ void RuntimePool::begin_shutdown() {
 
 bool RuntimePool::wait_idle_for(std::chrono::milliseconds d) {
     std::unique_lock lk(link_.m);
-    return link_.idle.wait_for(lk, d, [&] { return link_.live.load(std::memory_order_acquire) == 0; });
+    return link_.idle.wait_for(lk, d, [&] { return link_.live.load(std::memory_order_seq_cst) == 0; });
 }
 
 void RuntimePool::shutdown() {
@@ -195,7 +195,7 @@ void RuntimePool::shutdown() {
     begin_shutdown();
     {
         std::unique_lock ilk(link_.m);
-        link_.idle.wait(ilk, [&] { return link_.live.load(std::memory_order_acquire) == 0; });
+        link_.idle.wait(ilk, [&] { return link_.live.load(std::memory_order_seq_cst) == 0; });
     }
     stop_threads();
 }

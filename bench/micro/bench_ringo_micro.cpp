@@ -3,6 +3,7 @@
 //   bench_ringo_micro spawn --count N | yield --count N | nop --count N
 //   bench_ringo_micro when-all-nop --count N [--batch B]
 //   bench_ringo_micro timeouts --count N     pending with_timeout waits: memory, timers, arm+disarm cost
+//   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]   spawn+join across a RuntimePool
 // Channels come with the channels issue; until then `channel` reports ok:false, unsupported.
 #include <ringo/ringo.hpp>
 
@@ -11,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -110,11 +112,90 @@ ringo::Task<long> arm_disarm(long n, double& ns_with, double& ns_without) {
     co_return ok;
 }
 
+// pool-spawn: a driver task on runtime 0 of a RuntimePool spawns empty tasks round robin
+// across the pool (so 1/threads of them start locally, the rest through another runtime's
+// queue) and joins them in batches. Reports tasks per second and the wake-ups the runtimes
+// received per task (MSG_RING SQEs between pool runtimes, or system calls).
+//   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]
+ringo::Task<long> pool_spawn_driver(ringo::RuntimePool& pool, long n, long batch) {
+    std::vector<ringo::JoinHandle<void>> hs;
+    hs.reserve(static_cast<std::size_t>(batch));
+    long done = 0;
+    while (done < n) {
+        long k = std::min(batch, n - done);
+        for (long i = 0; i < k; ++i)
+            hs.push_back(pool.spawn(empty()));
+        for (auto& h : hs)
+            co_await h;
+        hs.clear();
+        done += k;
+    }
+    co_return done;
+}
+
+int pool_spawn_main(int argc, char** argv) {
+    long count = -1, threads = 2, batch = 256;
+    for (int i = 2; i < argc; ++i) {
+        std::string a = argv[i];
+        if (i + 1 >= argc)
+            usage(("missing value for " + a).c_str());
+        char* end = nullptr;
+        long v = std::strtol(argv[++i], &end, 10);
+        if (!end || *end || v <= 0)
+            usage(("bad value for " + a).c_str());
+        if (a == "--count")
+            count = v;
+        else if (a == "--threads")
+            threads = v;
+        else if (a == "--batch")
+            batch = v;
+        else
+            usage(("unknown option " + a).c_str());
+    }
+    if (count <= 0)
+        usage("--count N is required");
+    ringo::RuntimePool pool(static_cast<std::size_t>(threads));
+    auto sum = [](const std::vector<ringo::RuntimeStats>& v) {
+        ringo::RuntimeStats t;
+        for (const auto& s : v) {
+            t.enters += s.enters;
+            t.wakeups += s.wakeups;
+            t.wakeups_by_sqe += s.wakeups_by_sqe;
+            t.remote_items += s.remote_items;
+        }
+        return t;
+    };
+    auto st0 = sum(pool.stats());
+    double c0 = cpu_seconds();
+    auto t0 = std::chrono::steady_clock::now();
+    long ok = pool.spawn_on(0, pool_spawn_driver(pool, count, batch)).join();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double cpu = cpu_seconds() - c0;
+    pool.shutdown();
+    auto st1 = sum(pool.stats());
+    auto d = [&](std::uint64_t ringo::RuntimeStats::*f) { return static_cast<unsigned long long>(st1.*f - st0.*f); };
+    bool good = ok == count;
+    // The stats() gathering itself posts one task per runtime; it is outside the window.
+    std::printf("{\"bench\":\"pool-spawn\",\"impl\":\"ringo\",\"variant\":\"round-robin\",\"threads\":%ld,"
+                "\"count\":%ld,\"ops\":%ld,\"batch\":%ld,\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,"
+                "\"ns_per_op\":%.3f,\"tasks_per_second\":%.0f,\"remote_items\":%llu,\"wakeups\":%llu,"
+                "\"wakeups_by_sqe\":%llu,\"wakeups_per_task\":%.4f,\"syscalls\":%llu,\"syscalls_per_op\":%.4f,"
+                "\"errors\":%ld,\"ok\":%s}\n",
+                threads, count, count, batch, secs, cpu, secs * 1e9 / double(count), double(count) / secs,
+                d(&ringo::RuntimeStats::remote_items), d(&ringo::RuntimeStats::wakeups),
+                d(&ringo::RuntimeStats::wakeups_by_sqe), double(d(&ringo::RuntimeStats::wakeups)) / double(count),
+                d(&ringo::RuntimeStats::enters), double(d(&ringo::RuntimeStats::enters)) / double(count), count - ok,
+                good ? "true" : "false");
+    return good ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2)
         usage("missing subcommand");
+    if (std::string(argv[1]) == "pool-spawn")
+        return pool_spawn_main(argc, argv);
     std::string sub = argv[1];
     long count = -1, batch = 32;
     for (int i = 2; i < argc; ++i) {

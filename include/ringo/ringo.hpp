@@ -6,6 +6,7 @@
 #include <ringo/uring/ring.hpp>
 
 #include <ringo/core/options.hpp>
+#include <ringo/core/pool.hpp>
 #include <ringo/core/runtime.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/core/time.hpp>
@@ -39,3 +40,5 @@
 
 #include <ringo/buf/file_table.hpp>
 #include <ringo/buf/buffer_table.hpp>
+
+#include <ringo/net/listener.hpp>
