@@ -286,6 +286,7 @@ def _micro_impls() -> list[Impl]:
     ringo = _micro(RINGO_MICRO)
     ringo["nop"] = f"<{RINGO_MICRO}> nop --count {{count}}"
     ringo["xthread-channel"] = f"<{RINGO_MICRO}> xchannel --messages {{count}}"
+    ringo["pool-spawn"] = f"<{RINGO_MICRO}> pool-spawn --count {{count}} --threads 2"
     return [
         I("ringo", ringo),
         I("liburing", {"nop": "<bench_micro_uring> nop --count {count}"}),
@@ -298,7 +299,7 @@ def _micro_impls() -> list[Impl]:
 
 def _micro_points(counts, pair_counts, messages):
     pts = []
-    for sub in ("spawn", "yield", "channel", "nop", "xthread-channel"):
+    for sub in ("spawn", "yield", "channel", "nop", "xthread-channel", "pool-spawn"):
         pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in counts]
     pts += [{"panel": "channel-pairs", "sub": "channel-pairs", "x": p, "count": p, "messages": messages}
             for p in pair_counts]
@@ -373,7 +374,8 @@ FIGURES: list[Figure] = [
                                            1_000_000), warmup_seconds=0, reps=5)},
         plot="loglog", panel_x_labels={"channel-pairs": "producer/consumer pairs (messages per pair fixed)",
                                        "channel": "messages", "spawn": "tasks", "yield": "yields",
-                                       "nop": "NOPs", "xthread-channel": "messages"}),
+                                       "nop": "NOPs", "xthread-channel": "messages",
+                                       "pool-spawn": "tasks (spawned round robin on 2 runtimes)"}),
 ]
 
 FIGURE_NAMES = [f.name for f in FIGURES]

@@ -17,7 +17,7 @@ ORDER = ["seqread", "randread", "syncasync", "echo", "pingpong", "pipes", "micro
 CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
               "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
               "write_p50_us", "write_p99_us", "cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op",
-              "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "error", "cmd"]
+              "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "wakeups_per_op", "error", "cmd"]
 
 # Per-operation cost table of each kind of figure: (caption, fields joined with " · ").
 COST = {
@@ -28,7 +28,7 @@ COST = {
     "pingpong": ("CPU µs per round trip · syscalls per round trip · event-loop syscalls per round trip",
                  ["cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op"]),
     "pipes": ("syscalls per operation · event-loop syscalls per round", ["syscalls_per_op", "loop_syscalls_per_op"]),
-    "micro": ("ns per operation", ["ns_per_op"]),
+    "micro": ("ns per operation · cross-thread wake-ups per operation", ["ns_per_op", "wakeups_per_op"]),
 }
 
 
