@@ -13,6 +13,7 @@
 #include <chrono>
 #include <coroutine>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -619,6 +620,25 @@ TEST(Multishot, QueueRefusesAnOpcodeTheProbeLacks) {
         EXPECT_EQ(log.start([&](io_uring_sqe* s) { raw::prep_poll_multishot(s, p.r, POLLIN); }), -EOPNOTSUPP);
         EXPECT_EQ(::write(p.w, "z", 1), 1);
         co_await op::nop(); // the SQE that was taken became a NOP the loop ignores
+        co_await op::timeout(2ms);
+        EXPECT_EQ(log.size(), 0u);
+        EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    }());
+}
+
+TEST(Multishot, QueueSubmitsNothingWhenPrepThrows) {
+    Runtime rt;
+    Pipe p(O_CLOEXEC | O_NONBLOCK);
+    CqeLog log(rt);
+    rt.block_on([&]() -> Task<void> {
+        EXPECT_THROW(log.start([&](io_uring_sqe* s) {
+            raw::prep_poll_multishot(s, p.r, POLLIN);
+            s->flags |= compat::sqe_flag::io_link; // would swallow the next SQE as a link
+            throw std::runtime_error("prep failed halfway");
+        }),
+                     std::runtime_error);
+        EXPECT_EQ(::write(p.w, "z", 1), 1);
+        EXPECT_EQ(co_await op::nop(), 0); // not linked to (or cancelled by) a broken SQE
         co_await op::timeout(2ms);
         EXPECT_EQ(log.size(), 0u);
         EXPECT_EQ(rt.stats().ops_in_flight, 0u);

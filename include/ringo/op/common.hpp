@@ -70,14 +70,26 @@ inline void select_buffer(io_uring_sqe* s, BufferGroup g) noexcept {
 /// IORING_CQE_F_MORE, see has_more) and must stay alive until then. A runtime being
 /// destroyed cancels the operation and still delivers that last CQE. The SQE reaches the
 /// kernel with the runtime's next submission (at the latest when the calling task
-/// suspends).
+/// suspends). Unlike an awaited operation it is not tied to the calling task: cancelling
+/// the task does not cancel it (use async_cancel(completion_user_data(c))). An exception
+/// from `prep` propagates, and nothing is submitted.
 template <class Prep>
 int queue(Runtime& rt, ringo::detail::Completion& c, Prep&& prep) {
     io_uring_sqe* s = rt.get_sqe();
-    prep(s);
-    if (!rt.supports(s->opcode)) [[unlikely]] {
-        io_uring_prep_nop(s); // the SQE is taken: turn it into a NOP the loop ignores
+    // An SQE once taken goes to the kernel with the next submission: when it must not carry
+    // the operation, it becomes a NOP (without flags) whose CQE the loop ignores.
+    auto neutralize = [s]() noexcept {
+        io_uring_prep_nop(s);
         s->user_data = 0;
+    };
+    try {
+        prep(s);
+    } catch (...) {
+        neutralize();
+        throw;
+    }
+    if (!rt.supports(s->opcode)) [[unlikely]] {
+        neutralize();
         return -EOPNOTSUPP;
     }
     s->user_data = completion_user_data(c);
