@@ -373,6 +373,8 @@ void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) {
     post_remote({h.address(), &p});
 }
 
+void Runtime::post_spawn_counted(detail::PromiseBase& p, std::coroutine_handle<> h) { post_remote({h.address(), &p}); }
+
 void Runtime::request_cancel(detail::PromiseBase& p) {
     // The flag first, then the owner: a task that moves with switch_to meanwhile finds the
     // flag when it arrives (see drain_remote), or this reads its new owner.

@@ -215,6 +215,23 @@ TEST(RuntimePool, ManyTasksAcrossThePoolAllComplete) {
     EXPECT_LE(st[1].wakeups, st[1].remote_items);
 }
 
+TEST(RuntimePool, WakeUpsFromPlainThreadsAreSystemCallsAndCounted) {
+    RuntimePool pool(1);
+    auto before = pool.stats()[0];
+    for (int i = 0; i < 20; ++i) {
+        pool.spawn(where()).join(); // the runtime sleeps between two spawns: one wake-up each
+    }
+    auto after = pool.stats()[0];
+    EXPECT_GE(after.wakeups - before.wakeups, 20u);
+    EXPECT_EQ(after.wakeups_by_sqe, before.wakeups_by_sqe); // no peer ring sent any
+    EXPECT_GE(after.remote_items - before.remote_items, 20u);
+    // Every task has ended: the pool's count drops back to 0 (the last decrement may land
+    // just after join() returned).
+    for (int i = 0; i < 1000 && pool.live_tasks() != 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(pool.live_tasks(), 0);
+}
+
 TEST(RuntimePool, CrossThreadCancelOfTaskOnAnotherRuntime) {
     RuntimePool pool(2);
     SocketPair sp;

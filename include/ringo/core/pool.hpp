@@ -96,15 +96,41 @@ public:
     JoinHandle<T> spawn_on(std::size_t i, Task<T> task) {
         if (i >= slots_.size())
             throw std::out_of_range("ringo: RuntimePool::spawn_on: no runtime with that index");
-        // Count the task before looking at the flag, so shutdown either sees it or refuses it.
+        // Count the task before looking at the flag, so shutdown either sees it or refuses
+        // it; the count is the task's own (dropped when it ends).
         link_.task_started();
         struct Undo {
             detail::PoolLink* l;
-            ~Undo() { l->task_ended(); }
+            ~Undo() {
+                if (l)
+                    l->task_ended();
+            }
         } undo{&link_};
         if (!accepting_.load(std::memory_order_seq_cst))
             throw std::logic_error("ringo: RuntimePool::spawn after shutdown began");
-        return ringo::spawn(*slots_[i]->rt, std::move(task));
+        Runtime& rt = *slots_[i]->rt;
+        auto h = task.release();
+        if (!h)
+            throw std::logic_error("ringo: spawn of an empty Task");
+        auto& p = h.promise();
+        p.owner_ = &rt;
+        p.frame_ = h.address();
+        p.ctx_ = &p.own_ctx_;
+        p.own_ctx_.task_root = true;
+        try {
+            if (detail::t_current == &rt) {
+                rt.schedule(h);
+                rt.count_spawn();
+                rt.link_task(p);
+            } else {
+                rt.post_spawn_counted(p, h);
+            }
+        } catch (...) { // out of memory for the queue: the task never starts
+            h.destroy();
+            throw;
+        }
+        undo.l = nullptr;
+        return JoinHandle<T>{h};
     }
 
     /// Graceful shutdown: refuses new spawns through the pool, runs the shutdown hooks

@@ -289,6 +289,8 @@ public:
     /// Receives task `p` (already unregistered from its previous runtime, p.owner_ already
     /// this runtime) whose coroutine `h` resumes here. Any thread.
     void post_migration(detail::PromiseBase& p, std::coroutine_handle<> h);
+    /// post_spawn for a task the caller has already counted in the pool's live tasks.
+    void post_spawn_counted(detail::PromiseBase& p, std::coroutine_handle<> h);
     /// Cancels every task registered here (owner thread).
     void cancel_all_tasks() noexcept;
     /// Asks this runtime, from any thread, to cancel every task registered here.
