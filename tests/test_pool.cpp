@@ -247,6 +247,37 @@ TEST(RuntimePool, CrossThreadCancelOfTaskOnAnotherRuntime) {
     EXPECT_EQ(canceller.join(), -ECANCELED);
 }
 
+TEST(RuntimePool, ManyTasksMoveBackAndForth) {
+    // 2 000 tasks on a pool of 3, each hopping 20 times between random runtimes with an
+    // operation on each; every one ends on the runtime it last moved to, and the pool's
+    // accounting (registries, live count) stays exact.
+    RuntimePool pool(3);
+    std::vector<JoinHandle<int>> hs;
+    for (int i = 0; i < 2000; ++i)
+        hs.push_back(pool.spawn([](RuntimePool& p, unsigned seed) -> Task<int> {
+            int ok = 0;
+            for (int hop = 0; hop < 20; ++hop) {
+                seed = seed * 1103515245u + 12345u;
+                Runtime& to = p.runtime((seed >> 16) % p.size());
+                co_await ringo::switch_to(to);
+                ok += Runtime::current() == &to && co_await ringo::op::nop() == 0;
+            }
+            co_return ok;
+        }(pool, static_cast<unsigned>(i))));
+    long total = 0;
+    for (auto& h : hs)
+        total += h.join();
+    EXPECT_EQ(total, 2000 * 20);
+    auto st = pool.stats();
+    std::uint64_t moved = 0;
+    for (auto& s : st)
+        moved += s.tasks_migrated_in;
+    EXPECT_GT(moved, 2000u * 20 / 2); // about 2/3 of the hops change runtime
+    EXPECT_LE(moved, 2000u * 20);
+    pool.shutdown();
+    EXPECT_EQ(pool.live_tasks(), 0);
+}
+
 TEST(RuntimePool, CancelWhileInTransitIsNotLost) {
     // The task moves back and forth between the runtimes; a plain thread cancels it at an
     // arbitrary moment (often while it is between rings). It must end, cancelled.
