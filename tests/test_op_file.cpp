@@ -239,6 +239,36 @@ TEST_F(FileOp, BadPointersAndUnregisteredBuffers) {
     rt.block_on([&]() -> Task<void> { EXPECT_EQ(co_await op::madvise(p, 4096, MADV_WILLNEED), -ENOMEM); }());
 }
 
+TEST_F(FileOp, WrongFixedIndexAndClosedFdForEveryFileOp) {
+    Runtime rt;
+    Fd fd = open_rw("wrong-index");
+    Pipe a, b;
+    ringo::buf::FileTable files(rt);
+    int fds[3] = {fd, a.r, -1};
+    ASSERT_EQ(files.register_files(fds), 0);
+    static char pool[2][16];
+    rt.block_on([&]() -> Task<void> {
+        char buf[8] = {};
+        iovec iov{buf, sizeof buf};
+        const op::BufferGroup g{21};
+        EXPECT_EQ(co_await op::provide_buffers(pool, 16, 2, g, 0), 0);
+        for (unsigned i : {2u, 40u}) { // an empty slot, a slot past the end
+            EXPECT_EQ(co_await op::write(Fixed{i}, "x", 1, 0), -EBADF);
+            EXPECT_EQ(co_await op::readv(Fixed{i}, &iov, 1, 0), -EBADF);
+            EXPECT_EQ(co_await op::writev(Fixed{i}, &iov, 1, 0), -EBADF);
+            EXPECT_EQ(co_await op::read(Fixed{i}, g, 16, 0), -EBADF);
+            EXPECT_EQ(co_await op::ftruncate(Fixed{i}, 0), rt.supports(ringo::uring::compat::opcode::ftruncate) ? -EBADF : -EOPNOTSUPP);
+            EXPECT_EQ(co_await op::tee(Fixed{i}, b.w, 8), -EBADF);
+            EXPECT_EQ(co_await op::tee(Fixed{1}, Fixed{i}, 8), -EBADF);
+            EXPECT_EQ(co_await op::splice(Fixed{1}, op::no_offset, Fixed{i}, 0, 8), -EBADF);
+        }
+        EXPECT_EQ(co_await op::read(closed_fd(), g, 16, 0), -EBADF);
+        EXPECT_EQ(co_await op::read_fixed(closed_fd(), buf, 1, 0, 0), -EBADF);
+        // The group still holds both buffers: no failed read took one.
+        EXPECT_EQ(co_await op::remove_buffers(8, g), 2);
+    }());
+}
+
 // --- space, advice, sync, size -------------------------------------------------------------
 
 TEST_F(FileOp, Fallocate) {

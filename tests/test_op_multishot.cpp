@@ -208,6 +208,45 @@ TEST(Multishot, AcceptDirectIntoFreeSlots) {
     }());
 }
 
+TEST(Multishot, AcceptAndReadOnFixedFiles) {
+    Runtime rt;
+    if (!rt.supports(compat::opcode::read_multishot))
+        GTEST_SKIP() << "kernel lacks IORING_OP_READ_MULTISHOT (6.7)";
+    Listener l;
+    Pipe p(O_CLOEXEC | O_NONBLOCK);
+    ringo::buf::FileTable files(rt);
+    int fds[2] = {l.fd, p.r};
+    ASSERT_EQ(files.register_files(fds), 0);
+    static char pool[2][32];
+    CqeLog acc(rt), rd(rt);
+    Fd client;
+    rt.block_on([&]() -> Task<void> {
+        const op::BufferGroup g{19};
+        EXPECT_EQ(co_await op::provide_buffers(pool, 32, 2, g, 0), 0);
+        EXPECT_EQ(acc.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, Fixed{0}, nullptr, nullptr, SOCK_CLOEXEC); }), 0);
+        EXPECT_EQ(rd.start([&](io_uring_sqe* s) { raw::prep_read_multishot(s, Fixed{1}, g); }), 0);
+        client = connect_to(l.addr);
+        EXPECT_EQ(::write(p.w, "fixed pipe", 10), 10);
+        co_await acc.wait_for(1);
+        co_await rd.wait_for(1);
+        EXPECT_EQ(acc.size(), 1u);
+        EXPECT_EQ(rd.size(), 1u);
+        if (acc.size() == 1) {
+            EXPECT_GE(acc[0].res, 0);
+            EXPECT_TRUE(op::has_more(acc[0].flags));
+            Fd conn(acc[0].res);
+        }
+        if (rd.size() == 1) {
+            EXPECT_EQ(rd[0].res, 10);
+            EXPECT_TRUE(op::has_more(rd[0].flags));
+        }
+        EXPECT_EQ(co_await cancel_and_finish(acc), 0);
+        EXPECT_EQ(co_await cancel_and_finish(rd), 0);
+        EXPECT_EQ(acc.back().res, -ECANCELED);
+        EXPECT_EQ(rd.back().res, -ECANCELED);
+    }());
+}
+
 TEST(Multishot, AcceptDirectEndsWhenTheTableIsFull) {
     Runtime rt;
     Listener l;

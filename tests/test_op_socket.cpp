@@ -281,6 +281,8 @@ TEST(SocketOp, WrongFixedIndexAndBadPointers) {
         bad_iov.msg_iov = &nowhere;
         bad_iov.msg_iovlen = 1;
         EXPECT_EQ(co_await op::sendmsg(Fixed{0}, &bad_iov), -EFAULT);
+        EXPECT_EQ(co_await op::sendmsg(closed_fd(), &m), -EBADF);
+        EXPECT_EQ(co_await op::recv(closed_fd(), op::BufferGroup{1}, 8), -EBADF);
         UdpSocket u;
         EXPECT_EQ(co_await op::sendto(u.fd, "x", 1, 0, static_cast<const sockaddr*>(bad_address()), sizeof a), -EFAULT);
         // accept with an address length the kernel cannot read.
