@@ -345,10 +345,13 @@ TEST(RuntimePool, ShutdownNowCancelsTasksWaitingOnIo) {
                 if (co_await ringo::op::recv(fd, buf, sizeof buf) == -ECANCELED)
                     c.fetch_add(1);
             }(fd, cancelled)).detach();
-            pool.spawn([](std::atomic<int>& c) -> Task<void> {
-                if (co_await ringo::sleep_for(std::chrono::hours(1)) == -ECANCELED)
+            pool.spawn([](std::atomic<int>& c, int i) -> Task<void> {
+                // A user-space timer, or a kernel timeout, of an hour.
+                int r = i % 4 < 2 ? co_await ringo::sleep_for(std::chrono::hours(1))
+                                  : co_await ringo::op::timeout(std::chrono::hours(1));
+                if (r == -ECANCELED)
                     c.fetch_add(1);
-            }(cancelled)).detach();
+            }(cancelled, i)).detach();
         }
         // One held by a JoinHandle: joined after the pool is gone, it gives its value.
         joined = pool.spawn([](int fd) -> Task<int> {
