@@ -311,6 +311,8 @@ void Runtime::flush_submissions() noexcept {
 void Runtime::finish_outgoing_wakes() noexcept {
     Runtime* prev = detail::t_current;
     detail::t_current = this; // on_ring_wake_sent books the CQE on the current runtime
+    flush_submissions();
+    reap_without_resuming(); // failed messages (sent again by system call)
     while (outgoing_wakes_ > 0) {
         int r = ring_.submit(1, true);
         if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME)
@@ -336,8 +338,15 @@ bool Runtime::queue_ring_wake(Runtime& target) noexcept {
                detail::tag_completion; // the CQE posted on the target
     sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&target.ring_wake_sent_)) |
                      detail::tag_completion; // this ring's own CQE of the message
-    ++in_flight_;
-    ++outgoing_wakes_;
+    if (features() & uring::compat::feat::cqe_skip) {
+        // No CQE here unless it fails: the sender's next wait is not cut short by its own
+        // message. The kernel takes its reference to the target ring when the SQE is
+        // submitted, so a pool only has to submit before any runtime closes its ring.
+        sqe->flags |= uring::compat::sqe_flag::cqe_skip_success;
+    } else {
+        ++in_flight_;
+        ++outgoing_wakes_;
+    }
     return true;
 }
 
@@ -347,11 +356,14 @@ void Runtime::on_ring_wake(detail::Completion* c, int, std::uint32_t) {
 
 void Runtime::on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t) {
     // Runs on the sender; `c` belongs to the target.
-    if (Runtime* sender = detail::t_current) {
+    Runtime* sender = detail::t_current;
+    if (sender && !(sender->features() & uring::compat::feat::cqe_skip)) {
         --sender->in_flight_;
         --sender->outgoing_wakes_;
     }
-    if (res < 0) [[unlikely]] // the message did not arrive (-EOVERFLOW, ...): wake it another way
+    // The message did not arrive (-EOVERFLOW, ...): wake the target another way, unless the
+    // sender is being destroyed (its pool has stopped every runtime already).
+    if (res < 0 && !(sender && sender->discard_)) [[unlikely]]
         static_cast<RingWake*>(c)->rt->wake_by_syscall();
 }
 
@@ -388,7 +400,8 @@ void Runtime::post_remote(RemoteItem item) {
     // sender's own ring, submitted with its other SQEs (the pool keeps every runtime alive
     // until all of them have stopped and sent their last message).
     Runtime* sender = detail::t_current;
-    bool by_ring = sender && sender != this && pool_ && sender->pool_ == pool_ && !sender->discard_;
+    bool by_ring = sender && sender != this && pool_ && sender->pool_ == pool_ && !sender->discard_ &&
+                   !sender->drain_used_;
     {
         // Otherwise the wake-up is written under the lock: once the item is visible the target
         // may run it, finish, and start destroying itself, and its destructor takes this lock

@@ -232,6 +232,33 @@ TEST(RuntimePool, WakeUpsFromPlainThreadsAreSystemCallsAndCounted) {
     EXPECT_EQ(pool.live_tasks(), 0);
 }
 
+TEST(RuntimePool, DrainedOperationDoesNotHoldBackWakeUps) {
+    // Runtime 0 has a recv pending and then a drained NOP, which the kernel defers until the
+    // recv completes, and with it every later SQE of that ring. A task then moves to the
+    // sleeping runtime 1: its wake-up must not be one of those deferred SQEs.
+    RuntimePool pool(2);
+    SocketPair sp;
+    auto blocker = pool.spawn_on(0, [](int fd) -> Task<int> {
+        char c;
+        co_return co_await ringo::op::recv(fd, &c, 1);
+    }(sp.fd[0]));
+    auto mover = pool.spawn_on(0, [](Runtime* r1) -> Task<int> {
+        auto drained = ringo::spawn([]() -> Task<int> { co_return co_await ringo::drain(ringo::op::nop()); }());
+        co_await ringo::yield(); // the drained NOP is prepared
+        co_await ringo::switch_to(*r1);
+        int on_r1 = Runtime::current() == r1;
+        co_await ringo::switch_to(*r1); // no-op; keeps the handle's task alive until joined
+        drained.detach();
+        co_return on_r1;
+    }(&pool.runtime(1)));
+    for (int i = 0; i < 2000 && !mover.is_finished(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_TRUE(mover.is_finished()) << "the wake-up was held back behind the drained NOP";
+    ASSERT_EQ(::send(sp.fd[1], "x", 1, 0), 1); // lets the recv, then the drain, complete
+    EXPECT_EQ(blocker.join(), 1);
+    EXPECT_EQ(mover.join(), 1);
+}
+
 TEST(RuntimePool, CrossThreadCancelOfTaskOnAnotherRuntime) {
     RuntimePool pool(2);
     SocketPair sp;

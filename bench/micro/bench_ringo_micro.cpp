@@ -4,6 +4,7 @@
 //   bench_ringo_micro when-all-nop --count N [--batch B]
 //   bench_ringo_micro timeouts --count N     pending with_timeout waits: memory, timers, arm+disarm cost
 //   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]   spawn+join across a RuntimePool
+//   bench_ringo_micro pool-switch --count N   one task hopping between two pool runtimes (switch_to)
 // Channels come with the channels issue; until then `channel` reports ok:false, unsupported.
 #include <ringo/ringo.hpp>
 
@@ -189,6 +190,54 @@ int pool_spawn_main(int argc, char** argv) {
     return good ? 0 : 1;
 }
 
+// pool-switch: one task hops between runtime 0 and runtime 1 of a pool with switch_to;
+// the other runtime sleeps each time, so every hop costs a cross-core wake-up.
+//   bench_ringo_micro pool-switch --count N
+ringo::Task<long> pool_switch_driver(ringo::RuntimePool& pool, long n) {
+    long ok = 0;
+    for (long i = 0; i < n; ++i) {
+        ringo::Runtime& to = pool.runtime(static_cast<std::size_t>((i + 1) % 2));
+        co_await ringo::switch_to(to);
+        ok += ringo::Runtime::current() == &to;
+    }
+    co_return ok;
+}
+
+int pool_switch_main(int argc, char** argv) {
+    long count = -1;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (std::string(argv[i]) != "--count")
+            usage("pool-switch takes --count N");
+        count = std::strtol(argv[i + 1], nullptr, 10);
+    }
+    if (count <= 0)
+        usage("--count N is required");
+    ringo::RuntimePool pool(2);
+    auto wakeups = [](const std::vector<ringo::RuntimeStats>& v) {
+        std::uint64_t w = 0, e = 0;
+        for (const auto& s : v) {
+            w += s.wakeups;
+            e += s.enters;
+        }
+        return std::pair{w, e};
+    };
+    auto s0 = wakeups(pool.stats());
+    double c0 = cpu_seconds();
+    auto t0 = std::chrono::steady_clock::now();
+    long ok = pool.spawn_on(0, pool_switch_driver(pool, count)).join();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double cpu = cpu_seconds() - c0;
+    auto s1 = wakeups(pool.stats());
+    double w = double(s1.first - s0.first), e = double(s1.second - s0.second);
+    std::printf("{\"bench\":\"pool-switch\",\"impl\":\"ringo\",\"variant\":\"ping-pong\",\"threads\":2,"
+                "\"count\":%ld,\"ops\":%ld,\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"ns_per_op\":%.3f,"
+                "\"wakeups\":%.0f,\"wakeups_per_op\":%.4f,\"syscalls\":%.0f,\"syscalls_per_op\":%.4f,"
+                "\"errors\":%ld,\"ok\":%s}\n",
+                count, count, secs, cpu, secs * 1e9 / double(count), w, w / double(count), e, e / double(count),
+                count - ok, ok == count ? "true" : "false");
+    return ok == count ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -196,6 +245,8 @@ int main(int argc, char** argv) {
         usage("missing subcommand");
     if (std::string(argv[1]) == "pool-spawn")
         return pool_spawn_main(argc, argv);
+    if (std::string(argv[1]) == "pool-switch")
+        return pool_switch_main(argc, argv);
     std::string sub = argv[1];
     long count = -1, batch = 32;
     for (int i = 2; i < argc; ++i) {

@@ -34,11 +34,15 @@ detail::OpVector<O> hard_link(std::vector<O> ops) {
 }
 
 /// IOSQE_IO_DRAIN: the operation starts only after every earlier submitted one completed.
-/// Only for operations (a channel pop or a task has no SQE: compile error).
+/// Only for operations (a channel pop or a task has no SQE: compile error). While a drained
+/// operation waits, the kernel holds back every later SQE of the ring too, so the current
+/// runtime stops sending its cross-runtime wake-ups as SQEs (docs/pool.md).
 template <Operation O>
 std::remove_cvref_t<O> drain(O&& op) {
     std::remove_cvref_t<O> o = std::forward<O>(op);
     o.with_sqe_flags(uring::compat::sqe_flag::io_drain);
+    if (Runtime* rt = Runtime::current())
+        rt->note_drain_used();
     return o;
 }
 

@@ -291,6 +291,10 @@ public:
     void post_migration(detail::PromiseBase& p, std::coroutine_handle<> h);
     /// post_spawn for a task the caller has already counted in the pool's live tasks.
     void post_spawn_counted(detail::PromiseBase& p, std::coroutine_handle<> h);
+    /// Called when an IOSQE_IO_DRAIN operation is prepared on this ring (compose drain()):
+    /// a drained SQE holds back every later one until all earlier operations complete, so
+    /// from then on this runtime wakes other runtimes by system call, not by MSG_RING SQE.
+    void note_drain_used() noexcept { drain_used_ = true; }
     /// Cancels every task registered here (owner thread).
     void cancel_all_tasks() noexcept;
     /// Asks this runtime, from any thread, to cancel every task registered here.
@@ -298,9 +302,9 @@ public:
     /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the
     /// thread: a MSG_RING wake-up queued for another runtime then leaves at once.
     void flush_submissions() noexcept;
-    /// Submits and waits until every MSG_RING wake-up this runtime sent to another has
-    /// completed (owner thread, outside the loop); a pool calls it before any runtime of
-    /// the pool is destroyed.
+    /// Submits the MSG_RING wake-ups this runtime queued for others and waits until those
+    /// that post a CQE here have (owner thread, outside the loop); a pool calls it before
+    /// any runtime of the pool is destroyed.
     void finish_outgoing_wakes() noexcept;
     void count_detached_exception() noexcept { ++detached_exceptions_; }
 
@@ -386,6 +390,7 @@ private:
     std::atomic<std::uint64_t> wakeups_by_sqe_{0};
     std::uint64_t migrated_in_ = 0;
     std::uint32_t outgoing_wakes_ = 0; // MSG_RING wake-ups this runtime sent, CQE not yet seen
+    bool drain_used_ = false;
     struct RingWake : detail::Completion {
         Runtime* rt;
     };
