@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -23,6 +24,12 @@ namespace {
 Task<std::thread::id> thread_id() { co_return std::this_thread::get_id(); }
 
 Task<Runtime*> where() { co_return Runtime::current(); }
+
+// The kernel's id of the calling thread. std::this_thread::get_id() is
+// pthread_self(), which glibc declares const: Clang may compute it once and
+// reuse it across a co_await that moved the coroutine to another thread.
+// A system call cannot be folded that way.
+pid_t os_thread() { return static_cast<pid_t>(::syscall(SYS_gettid)); }
 
 struct SocketPair {
     int fd[2] = {-1, -1};
@@ -93,21 +100,21 @@ TEST(RuntimePool, SwitchToLandsOnTheOtherThreadAndBack) {
     Runtime* r0 = &pool.runtime(0);
     Runtime* r1 = &pool.runtime(1);
     struct Seen {
-        std::thread::id t0, t1, t2;
+        pid_t t0, t1, t2;
         Runtime *a, *b, *c;
         int nop_on_b;
     };
     auto h = pool.spawn_on(0, [](Runtime* r0, Runtime* r1) -> Task<Seen> {
         Seen s{};
-        s.t0 = std::this_thread::get_id();
+        s.t0 = os_thread();
         s.a = Runtime::current();
         co_await ringo::switch_to(*r1);
-        s.t1 = std::this_thread::get_id();
+        s.t1 = os_thread();
         s.b = Runtime::current();
         s.nop_on_b = co_await ringo::op::nop(); // I/O on the new runtime's ring
         co_await ringo::switch_to(*r1);         // the current runtime: no-op
         co_await ringo::switch_to(*r0);
-        s.t2 = std::this_thread::get_id();
+        s.t2 = os_thread();
         s.c = Runtime::current();
         co_return s;
     }(r0, r1));
