@@ -186,15 +186,21 @@ Ring::Ring(const RingParams& params) {
     }
     enter_flags_ = (registered_ ? compat::enter::registered_ring : 0u) | (iopoll_ ? compat::enter::getevents : 0u);
 
-    // Opcode probe, read once.
-    if (io_uring_probe* pr = io_uring_get_probe_ring(&ring_)) {
-        probe_.reset(pr->last_op + 1u, probe_.features());
-        for (unsigned i = 0; i < pr->ops_len && i < 256; ++i) {
-            if (pr->ops[i].flags & IO_URING_OP_SUPPORTED)
-                probe_.set_supported(static_cast<std::uint8_t>(pr->ops[i].op), true);
-        }
-        io_uring_free_probe(pr);
+    // Opcode probe, read once. Without it (Linux < 5.6) ringo cannot tell what the kernel
+    // supports, so setup fails with a clear message rather than guessing.
+    io_uring_probe* pr = io_uring_get_probe_ring(&ring_);
+    if (!pr) {
+        io_uring_queue_exit(&ring_);
+        throw std::system_error(ENOSYS, std::generic_category(),
+                                "ringo: the kernel has no io_uring opcode probe (IORING_REGISTER_PROBE, "
+                                "Linux 5.6); ringo needs Linux 5.6 or newer");
     }
+    probe_.reset(pr->last_op + 1u, probe_.features());
+    for (unsigned i = 0; i < pr->ops_len && i < 256; ++i) {
+        if (pr->ops[i].flags & IO_URING_OP_SUPPORTED)
+            probe_.set_supported(static_cast<std::uint8_t>(pr->ops[i].op), true);
+    }
+    io_uring_free_probe(pr);
 }
 
 Ring::~Ring() { io_uring_queue_exit(&ring_); }

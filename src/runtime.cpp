@@ -42,15 +42,16 @@ void frame_pool_register_cleanup() noexcept {
 
 void RunQueue::grow() {
     std::size_t cap = mask_ + 1;
+    std::size_t n = tail_ - head_;
     auto* nb = static_cast<void**>(std::malloc(sizeof(void*) * cap * 2));
     if (!nb)
         throw std::bad_alloc();
-    for (std::size_t i = 0; i < cap; ++i)
+    for (std::size_t i = 0; i < n; ++i)
         nb[i] = buf_[(head_ + i) & mask_];
     std::free(buf_);
     buf_ = nb;
     head_ = 0;
-    tail_ = cap;
+    tail_ = n;
     mask_ = cap * 2 - 1;
 }
 
@@ -513,14 +514,24 @@ void Runtime::run(std::coroutine_handle<> root) {
             run_ready();
         if (root.done())
             return;
-        if (!timers_.empty()) [[unlikely]]
-            fire_timers(detail::now_ns());
-        if (ready_.empty()) {
-            wait_for_events();
-        } else if (ring_.pending() || (in_flight_ && wants_events_) || ring_.needs_enter()) {
-            submit_or_throw(0, in_flight_ != 0);
+        if (ready_.empty() && timers_.empty()) [[likely]] {
+            // Nothing to run and no deadline: submit what was gathered and wait, in one
+            // enter (the common case of an I/O-bound loop).
+            submit_or_throw(1, true);
+        } else {
+            step_with_work_or_timers();
         }
         reap();
+    }
+}
+
+void Runtime::step_with_work_or_timers() {
+    if (!timers_.empty())
+        fire_timers(detail::now_ns());
+    if (ready_.empty()) {
+        wait_for_events();
+    } else if (ring_.pending() || (in_flight_ && wants_events_) || ring_.needs_enter()) {
+        submit_or_throw(0, in_flight_ != 0);
     }
 }
 

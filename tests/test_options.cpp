@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+
 #include <sys/resource.h>
 
 #include <stdexcept>
@@ -180,11 +182,22 @@ TEST(Probe, ReadsKernelOpcodes) {
 
 TEST(Probe, UnsupportedOpcodeCompletesWithEopnotsupp) {
     Runtime rt;
-    rt.probe().set_supported(ringo::uring::compat::opcode::nop, false);
+    // IORING_OP_SOCKET (5.19) is newer than the probe, so ringo consults the probe for it.
+    static_assert(ringo::uring::compat::opcode::socket > ringo::uring::Probe::always_present_last);
+    rt.probe().set_supported(ringo::uring::compat::opcode::socket, false);
     auto before = rt.stats().sqes_submitted;
-    int r = rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::nop(); }());
+    int r = rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::socket(AF_INET, SOCK_STREAM, 0, 0); }());
     EXPECT_EQ(r, -EOPNOTSUPP);
     EXPECT_EQ(rt.stats().sqes_submitted, before); // nothing was submitted
+    // Other operations are unaffected.
+    EXPECT_EQ(rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::nop(); }()), 0);
+}
+
+TEST(Probe, OpcodesOlderThanTheProbeAreNotGated) {
+    // NOP .. EPOLL_CTL exist on every kernel that has the probe, which ringo requires.
+    Runtime rt;
+    for (unsigned op = 0; op <= ringo::uring::Probe::always_present_last; ++op)
+        EXPECT_TRUE(rt.supports(static_cast<std::uint8_t>(op))) << "opcode " << op;
 }
 
 } // namespace

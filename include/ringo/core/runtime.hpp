@@ -25,9 +25,11 @@ namespace detail {
 extern constinit thread_local Runtime* t_current;
 
 /// The state every awaited operation keeps in its coroutine frame. Its address (low bits
-/// clear) is the SQE's user_data; the CQE's result lands in `res` and resumes `h`.
-struct OpState {
-    std::coroutine_handle<> h{};
+/// clear) is the SQE's user_data; the CQE's result lands in `res` and resumes `h`. It is
+/// also the Waitable its task's cancellation context points at while the operation is in
+/// flight (cancel_fn submits ASYNC_CANCEL for it).
+struct OpState : Waitable {
+    std::coroutine_handle<> h;
     int res;                  // set by the completion (or by await_suspend on early errors)
     std::uint32_t cqe_flags;  // set by the completion
 };
@@ -52,19 +54,25 @@ public:
     RunQueue& operator=(const RunQueue&) = delete;
     bool empty() const noexcept { return head_ == tail_; }
     std::size_t size() const noexcept { return tail_ - head_; }
+    // One slot always stays free (push grows before the ring fills), so rotate() can write
+    // before it reads.
     void push(std::coroutine_handle<> h) {
-        if (tail_ - head_ > mask_) [[unlikely]]
+        if (tail_ - head_ >= mask_) [[unlikely]]
             grow();
         buf_[tail_++ & mask_] = h.address();
     }
     std::coroutine_handle<> pop() noexcept {
         return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]);
     }
-    /// Pops the front and pushes `h` at the back (no growth needed). Queue must not be empty.
+    /// Pushes `h` at the back and pops the front: the next task, or `h` itself when the
+    /// queue was empty. Never grows.
     std::coroutine_handle<> rotate(std::coroutine_handle<> h) noexcept {
-        void* next = buf_[head_++ & mask_];
-        buf_[tail_++ & mask_] = h.address();
-        return std::coroutine_handle<>::from_address(next);
+        void** b = buf_;
+        std::size_t m = mask_, t = tail_, hd = head_;
+        b[t & m] = h.address();
+        tail_ = t + 1;
+        head_ = hd + 1;
+        return std::coroutine_handle<>::from_address(b[hd & m]);
     }
 
 private:
@@ -276,8 +284,6 @@ public:
         }
         --budget_;
         ++resumptions_;
-        if (ready_.empty())
-            return h;
         return ready_.rotate(h);
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
@@ -311,6 +317,7 @@ public:
 private:
     void run(std::coroutine_handle<> root);
     void run_ready();
+    void step_with_work_or_timers();
     void reap() {
         cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
     }

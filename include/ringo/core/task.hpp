@@ -96,6 +96,19 @@ inline void cancel(CancelCtx& c) noexcept {
 template <class P>
 CancelCtx* ctx_of(std::coroutine_handle<P> h) noexcept;
 
+/// A context for coroutines that are not ringo tasks: never cancelled; awaitables may note
+/// what they wait for in it as in any other.
+inline constinit thread_local CancelCtx t_foreign_ctx{};
+
+/// ctx_of(h), or t_foreign_ctx for a coroutine that is not a ringo task: never null.
+template <class P>
+CancelCtx* ctx_of_or_dummy(std::coroutine_handle<P> h) noexcept {
+    if constexpr (std::is_base_of_v<PromiseBase, P>)
+        return h.promise().ctx_;
+    else
+        return &t_foreign_ctx;
+}
+
 /// Who waits for a spawned task: a coroutine on some runtime, or a plain thread (h empty).
 struct JoinWaiter;
 
@@ -112,8 +125,9 @@ struct PromiseBase {
     PromiseBase* prev_ = nullptr;
     PromiseBase* next_ = nullptr;
     void* frame_ = nullptr;
-    // The strand this coroutine runs in: its awaiter's when awaited, its own when spawned.
-    CancelCtx* ctx_ = nullptr;
+    // The strand this coroutine runs in: its awaiter's when awaited by a ringo task, its own
+    // otherwise (spawned, the root of block_on, or awaited by a foreign coroutine). Never null.
+    CancelCtx* ctx_ = &own_ctx_;
     CancelCtx own_ctx_;
 
     void unhandled_exception() noexcept { exc_ = std::current_exception(); }
@@ -205,7 +219,8 @@ public:
         template <class P>
         std::coroutine_handle<> await_suspend(std::coroutine_handle<P> cont) noexcept {
             h.promise().continuation_ = cont;
-            h.promise().ctx_ = detail::ctx_of(cont);
+            if constexpr (std::is_base_of_v<detail::PromiseBase, P>)
+                h.promise().ctx_ = cont.promise().ctx_;
             return h;
         }
         T await_resume() {

@@ -29,21 +29,15 @@ inline unsigned clamp_len(std::size_t n) noexcept {
 template <class Derived>
 class [[nodiscard]] Op : public detail::OpState {
 public:
+    Op() noexcept { cancel_fn = &cancel_self; }
+
     bool await_ready() const noexcept { return false; }
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
         Runtime* rt = detail::t_current;
-        detail::CancelCtx* ctx = detail::ctx_of(h);
-        if (!rt || (ctx && ctx->cancelled)) [[unlikely]] {
-            res = rt ? -ECANCELED : -ENXIO;
-            cqe_flags = 0;
-            return false;
-        }
-        if (!rt->supports(Derived::opcode)) [[unlikely]] {
-            res = -EOPNOTSUPP;
-            cqe_flags = 0;
-            return false;
-        }
+        detail::CancelCtx* ctx = detail::ctx_of_or_dummy(h);
+        if (!rt || !supported(rt) || ctx->cancelled) [[unlikely]]
+            return refuse(rt, ctx);
         io_uring_sqe* sqe = rt->get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
         if (sqe_flags_) [[unlikely]]
@@ -51,16 +45,12 @@ public:
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
         rt->op_started();
-        if (ctx) {
-            waitable_.op = this;
-            ctx->waiting = &waitable_;
-            ctx_ = ctx;
-        }
+        ctx_ = ctx;
+        ctx->waiting = this;
         return true;
     }
     int await_resume() const noexcept {
-        if (ctx_)
-            ctx_->waiting = nullptr;
+        ctx_->waiting = nullptr;
         return res;
     }
 
@@ -76,18 +66,27 @@ protected:
     std::uint8_t sqe_flags_ = 0;
 
 private:
+    static bool supported(const Runtime* rt) noexcept {
+        if constexpr (Derived::opcode <= uring::Probe::always_present_last)
+            return true;
+        else
+            return rt->supports(Derived::opcode);
+    }
+    // Nothing is submitted: no runtime (-ENXIO), an opcode the kernel lacks (-EOPNOTSUPP),
+    // or a task already cancelled (-ECANCELED). The coroutine goes on at once.
+    [[gnu::noinline]] bool refuse(Runtime* rt, detail::CancelCtx* ctx) noexcept {
+        res = !rt ? -ENXIO : ctx->cancelled ? -ECANCELED : -EOPNOTSUPP;
+        cqe_flags = 0;
+        ctx_ = ctx;
+        return false;
+    }
     // Cancelling the awaiting task submits ASYNC_CANCEL for this operation; the operation's
     // own CQE (-ECANCELED, or its result if it finished first) then resumes the task.
-    struct OpWaitable : detail::Waitable {
-        detail::OpState* op = nullptr;
-        OpWaitable() noexcept { cancel_fn = &cancel_op; }
-        static void cancel_op(detail::Waitable* self) noexcept {
-            if (Runtime* rt = detail::t_current)
-                rt->cancel_op(static_cast<OpWaitable*>(self)->op);
-        }
-    };
-    OpWaitable waitable_;
-    mutable detail::CancelCtx* ctx_ = nullptr;
+    static void cancel_self(detail::Waitable* self) noexcept {
+        if (Runtime* rt = detail::t_current)
+            rt->cancel_op(static_cast<detail::OpState*>(self));
+    }
+    detail::CancelCtx* ctx_; // set by await_suspend (never null after it)
 };
 
 /// A registered-file index (see Runtime/FileTable registration): pass `Fixed{i}` wherever an

@@ -12,6 +12,12 @@ namespace ringo::uring {
 /// Never derived from the kernel version string.
 class Probe {
 public:
+    /// The opcodes up to this one (NOP .. EPOLL_CTL) exist on every kernel that has the
+    /// probe (5.6), and ringo refuses to set up a ring without the probe: operations with
+    /// these opcodes are submitted without consulting the probe (set_supported() does not
+    /// gate them).
+    static constexpr std::uint8_t always_present_last = compat::opcode::epoll_ctl;
+
     /// True if the kernel reported `opcode` as supported.
     [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ops_[opcode]; }
     /// One past the highest opcode the kernel knows (the probe's last_op + 1).
@@ -21,7 +27,8 @@ public:
     [[nodiscard]] bool has_feature(std::uint32_t feat) const noexcept { return (features_ & feat) == feat; }
 
     /// Marks an opcode as (un)supported. Meant for tests that force the "unsupported" path
-    /// and for programs that want to keep ringo away from an operation.
+    /// and for programs that want to keep ringo away from an operation (opcodes after
+    /// always_present_last; see there).
     void set_supported(std::uint8_t opcode, bool on) noexcept { ops_[opcode] = on; }
 
     void reset(unsigned last_op, std::uint32_t features) noexcept {
