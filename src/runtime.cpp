@@ -456,6 +456,14 @@ void Runtime::reap_without_resuming() {
                 if (!discard_)
                     ready_.push(op->h);
             }
+        } else if ((ud & detail::tag_mask) == detail::tag_group_member) {
+            auto* op = reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask);
+            --in_flight_;
+            op->res = res;
+            op->cqe_flags = fl;
+            auto* g = static_cast<detail::GroupHead*>(op->h.address());
+            if (--g->remaining == 0 && !discard_)
+                ready_.push(g->waiter);
         } else {
             auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
             c->fn(c, res, fl);

@@ -1,7 +1,8 @@
 // ringo's runtime micro benchmarks with the command line and JSON line of the Rust
 // baselines (bench/rust/README.md), for the suite's "micro" figure:
 //   bench_ringo_micro spawn --count N | yield --count N | nop --count N
-//   bench_ringo_micro when-all-nop --count N [--batch B]
+//   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
+//   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
 //   bench_ringo_micro timeouts --count N     pending with_timeout waits: memory, timers, arm+disarm cost
 //   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]   spawn+join across a RuntimePool
 //   bench_ringo_micro pool-switch --count N   one task hopping between two pool runtimes (switch_to)
@@ -19,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -63,6 +66,21 @@ ringo::Task<long> when_all_loop(long n, long batch) {
         std::vector<ringo::op::Nop> v(static_cast<std::size_t>(batch));
         for (int r : co_await ringo::when_all(std::move(v)))
             ok += (r == 0);
+    }
+    co_return ok;
+}
+
+// The same with the variadic when_all of 32 NOPs: the group lives in the frame, no
+// allocation per batch (the form to use when N is known at compile time).
+template <std::size_t... I>
+auto when_all_32(std::index_sequence<I...>) {
+    return ringo::when_all(((void)I, ringo::op::nop())...);
+}
+ringo::Task<long> when_all_static_loop(long n) {
+    long ok = 0;
+    for (long done = 0; done < n; done += 32) {
+        auto results = co_await when_all_32(std::make_index_sequence<32>{});
+        std::apply([&](auto... r) { ok += ((r == 0) + ...); }, results);
     }
     co_return ok;
 }
@@ -308,6 +326,9 @@ int main(int argc, char** argv) {
     else if (sub == "when-all-nop") {
         ops = (count + batch - 1) / batch * batch;
         ok = rt.block_on(when_all_loop(count, batch));
+    } else if (sub == "when-all-nop-static") {
+        ops = (count + 31) / 32 * 32;
+        ok = rt.block_on(when_all_static_loop(count));
     } else
         usage(("unknown subcommand " + sub).c_str());
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,39 +15,29 @@
 
 namespace ringo::detail {
 
-struct GroupState;
-
-struct GroupSlot : Completion {
-    GroupState* group = nullptr;
-    OpState* op = nullptr;
-    bool done = false;
-};
-
-struct GroupState : Waitable {
-    std::coroutine_handle<> h{};
+// Every operation of a group keeps its own OpState in the group (in the awaiting frame);
+// its SQE's user_data is that OpState's address tagged tag_group_member, and its `h` holds
+// the GroupHead. The runtime stores each CQE's result in the OpState and resumes the
+// awaiting coroutine when the group's count reaches zero (Runtime::dispatch).
+struct GroupState : GroupHead, Waitable {
     Runtime* rt = nullptr;
     CancelCtx* ctx = nullptr;
-    GroupSlot* slots = nullptr;
     std::size_t n = 0;
-    std::size_t remaining = 0;
+    // Calls f(OpState&) for each operation (set by the owner before start()).
+    void (*for_each_state)(GroupState* self, void (*f)(GroupState*, OpState&)) = nullptr;
 
     GroupState() noexcept { cancel_fn = &cancel_all; }
 
-    static void on_cqe(Completion* c, int res, std::uint32_t flags) {
-        auto* s = static_cast<GroupSlot*>(c);
-        s->op->res = res;
-        s->op->cqe_flags = flags;
-        s->done = true;
-        GroupState* g = s->group;
-        g->rt->op_finished();
-        if (--g->remaining == 0)
-            g->rt->schedule(g->h);
+    static std::uint64_t member_user_data(OpState& op) noexcept {
+        return reinterpret_cast<std::uint64_t>(&op) | tag_group_member;
     }
+    // Cancels every operation whose final CQE has not come yet (res still res_pending).
     static void cancel_all(Waitable* w) noexcept {
         auto* g = static_cast<GroupState*>(w);
-        for (std::size_t i = 0; i < g->n; ++i)
-            if (!g->slots[i].done)
-                g->rt->cancel_op(reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(&g->slots[i]) | tag_completion));
+        g->for_each_state(g, [](GroupState* self, OpState& op) {
+            if (op.res == res_pending)
+                self->rt->cancel_op(reinterpret_cast<void*>(member_user_data(op)));
+        });
     }
 
     /// Prepares and queues every operation; `link_flag` (IOSQE_IO_LINK / _HARDLINK or 0) goes
@@ -88,23 +78,24 @@ struct GroupState : Waitable {
         // then the SQEs are taken without further checks.
         rt->reserve_sqes(static_cast<unsigned>(n));
         uring::Ring& ring = rt->ring();
+        auto head = std::coroutine_handle<>::from_address(static_cast<GroupHead*>(this));
         std::size_t i = 0;
         for_each_op([&](auto& op) {
-            GroupSlot& slot = slots[i];
-            slot.fn = &on_cqe;
-            slot.group = this;
-            slot.op = &op;
             io_uring_sqe* sqe = ring.get_sqe_reserved();
             op.prepare(sqe);
-            sqe->flags |= op.sqe_flags();
+            std::uint8_t f = op.sqe_flags();
             if (link_flag && i + 1 < n)
-                sqe->flags |= link_flag;
-            sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<Completion*>(&slot)) | tag_completion;
+                f |= link_flag;
+            sqe->flags |= f;
+            OpState& st = op;
+            st.res = res_pending;
+            st.h = head;
+            sqe->user_data = member_user_data(st);
             ++i;
         });
         rt->ops_started(static_cast<std::uint32_t>(n));
         remaining = n;
-        h = awaiting;
+        waiter = awaiting;
         if (ctx)
             ctx->waiting = this;
         return true;
@@ -119,14 +110,8 @@ struct GroupState : Waitable {
 template <class... Ops>
 class OpTuple : public GroupState {
 public:
-    explicit OpTuple(std::uint8_t link_flag, Ops... ops) : ops_(std::move(ops)...), link_(link_flag) {
-        slots = slots_.data();
-        n = sizeof...(Ops);
-    }
-    OpTuple(OpTuple&& o) noexcept : GroupState(), ops_(std::move(o.ops_)), link_(o.link_) {
-        slots = slots_.data();
-        n = sizeof...(Ops);
-    }
+    explicit OpTuple(std::uint8_t link_flag, Ops... ops) : ops_(std::move(ops)...), link_(link_flag) { init(); }
+    OpTuple(OpTuple&& o) noexcept : GroupState(), ops_(std::move(o.ops_)), link_(o.link_) { init(); }
     bool await_ready() const noexcept { return false; }
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
@@ -140,8 +125,13 @@ public:
     }
 
 private:
+    void init() noexcept {
+        n = sizeof...(Ops);
+        for_each_state = [](GroupState* self, void (*f)(GroupState*, OpState&)) {
+            std::apply([&](auto&... op) { (f(self, op), ...); }, static_cast<OpTuple*>(self)->ops_);
+        };
+    }
     std::tuple<Ops...> ops_;
-    std::array<GroupSlot, sizeof...(Ops)> slots_{};
     std::uint8_t link_;
 };
 
@@ -149,14 +139,8 @@ private:
 template <class Op>
 class OpVector : public GroupState {
 public:
-    OpVector(std::uint8_t link_flag, std::vector<Op> ops) : ops_(std::move(ops)), slots_(ops_.size()), link_(link_flag) {
-        slots = slots_.data();
-        n = ops_.size();
-    }
-    OpVector(OpVector&& o) noexcept : GroupState(), ops_(std::move(o.ops_)), slots_(std::move(o.slots_)), link_(o.link_) {
-        slots = slots_.data();
-        n = ops_.size();
-    }
+    OpVector(std::uint8_t link_flag, std::vector<Op> ops) : ops_(std::move(ops)), link_(link_flag) { init(); }
+    OpVector(OpVector&& o) noexcept : GroupState(), ops_(std::move(o.ops_)), link_(o.link_) { init(); }
     bool await_ready() const noexcept { return false; }
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
@@ -178,8 +162,14 @@ public:
     }
 
 private:
+    void init() noexcept {
+        n = ops_.size();
+        for_each_state = [](GroupState* self, void (*f)(GroupState*, OpState&)) {
+            for (auto& op : static_cast<OpVector*>(self)->ops_)
+                f(self, op);
+        };
+    }
     std::vector<Op> ops_;
-    std::vector<GroupSlot> slots_;
     std::uint8_t link_;
 };
 

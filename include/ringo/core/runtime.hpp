@@ -42,7 +42,19 @@ struct Completion {
 };
 
 inline constexpr std::uint64_t tag_completion = 1;
+inline constexpr std::uint64_t tag_group_member = 2;
 inline constexpr std::uint64_t tag_mask = 7;
+
+/// The result an operation of a group holds until its final CQE (no CQE carries it).
+inline constexpr int res_pending = -0x7fffffff - 1;
+
+/// What the runtime needs of a group of operations awaited as one (compose/group.hpp): the
+/// awaiting coroutine and how many CQEs are still to come. A member's OpState::h holds the
+/// GroupHead's address.
+struct GroupHead {
+    std::coroutine_handle<> waiter{};
+    std::size_t remaining = 0;
+};
 
 /// A FIFO of coroutine handles: a power-of-two ring buffer that grows.
 class RunQueue {
@@ -333,6 +345,14 @@ private:
             op->cqe_flags = flags;
             ++resumptions_;
             op->h.resume();
+        } else if ((ud & detail::tag_mask) == detail::tag_group_member) {
+            auto* op = reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask);
+            --in_flight_;
+            op->res = res;
+            op->cqe_flags = flags;
+            auto* g = static_cast<detail::GroupHead*>(op->h.address());
+            if (--g->remaining == 0)
+                ready_.push(g->waiter);
         } else {
             auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
             c->fn(c, res, flags);

@@ -100,17 +100,18 @@ public:
     /// each call (so f may submit and even reap). Returns the number of CQEs seen.
     template <class F>
     unsigned reap(F&& f) {
-        unsigned head = *ring_.cq.khead;
-        unsigned tail = __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE);
-        unsigned n = tail - head;
+        unsigned* const khead = ring_.cq.khead;
+        unsigned head = *khead;
+        const unsigned tail = __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE);
+        const unsigned n = tail - head;
         while (static_cast<int>(tail - head) > 0) {
             const io_uring_cqe* cqe = &ring_.cq.cqes[(head & ring_.cq.ring_mask) << cqe_shift_];
             std::uint64_t ud = cqe->user_data;
             int res = cqe->res;
             std::uint32_t fl = cqe->flags;
-            __atomic_store_n(ring_.cq.khead, ++head, __ATOMIC_RELEASE);
+            __atomic_store_n(khead, ++head, __ATOMIC_RELEASE);
             f(ud, res, fl);
-            head = *ring_.cq.khead; // f may have reaped further
+            head = *khead; // f may have reaped further
         }
         return n;
     }
