@@ -1,7 +1,14 @@
 // ringo's storage benchmark: the same workloads, command line and JSON line as
 // bench/storage/bench_uring (see bench/storage/common.hpp for the conventions), written the
 // way a ringo user would: QD tasks, each awaiting one read or write at a time.
+//
+// Variants as bench_uring's: tokens joined with '-' or '+'. "fixed" registers the file (one-slot
+// buf::FileTable, operations name it op::Fixed{0}) and one buffer per task (buf::BufferTable, task i
+// uses op::read_fixed / op::write_fixed with buffer index i), exactly what bench_uring's fixed
+// variant registers; the registration happens before the measured interval, as there.
 #include <ringo/ringo.hpp>
+
+#include <sys/uio.h>
 
 #include <system_error>
 
@@ -12,8 +19,45 @@ namespace {
 const char* kUsage =
     "usage: bench_ringo_storage MODE --file PATH --bs BYTES --qd N --seconds S [options]\n"
     "  MODE       seqread | randread | write | randwrite | mixed\n"
-    "  --variant  buffered | direct | sqpoll | iopoll  (default buffered)\n"
+    "  --variant  buffered | fixed | direct | direct-fixed | sqpoll | iopoll  (default buffered)\n"
+    "             tokens combine with '-' or '+': fixed = registered file + registered buffers,\n"
+    "             direct = O_DIRECT, sqpoll = IORING_SETUP_SQPOLL, iopoll = IORING_SETUP_IOPOLL + O_DIRECT\n"
     "  --offsets  FILE of little-endian u64 offsets (random modes)\n";
+
+struct Variant {
+    bool direct = false, fixed = false, sqpoll = false, iopoll = false;
+};
+
+// The same grammar as bench_uring's parse_variant.
+bool parse_variant(const std::string& v, Variant& out) {
+    size_t start = 0;
+    bool buffered = false;
+    while (start <= v.size()) {
+        size_t end = v.find_first_of("-+", start);
+        if (end == std::string::npos)
+            end = v.size();
+        std::string tok = v.substr(start, end - start);
+        if (tok == "buffered")
+            buffered = true;
+        else if (tok == "fixed")
+            out.fixed = true;
+        else if (tok == "direct")
+            out.direct = true;
+        else if (tok == "sqpoll")
+            out.sqpoll = true;
+        else if (tok == "iopoll")
+            out.iopoll = true;
+        else
+            return false;
+        start = end + 1;
+    }
+    if (out.iopoll) {
+        if (buffered)
+            return false; // IOPOLL only works with O_DIRECT
+        out.direct = true;
+    }
+    return !(buffered && out.direct);
+}
 
 struct Shared {
     const sb::Options* o;
@@ -21,6 +65,7 @@ struct Shared {
     sb::Buffers* bufs;
     sb::Stats st;
     int fd;
+    bool fixed = false; // registered file slot 0 + registered buffer i for task i
     uint64_t deadline;
     uint64_t t_end = 0;
     bool stopping = false;
@@ -31,7 +76,12 @@ ringo::Task<void> worker(Shared& s, unsigned i) {
     while (!s.stopping) {
         sb::NextOp op = s.wl->next();
         uint64_t t = sb::now_ns();
-        int res = op.write ? co_await ringo::op::write(s.fd, (*s.bufs)[i], s.o->bs, op.offset)
+        int res;
+        if (s.fixed)
+            res = op.write ? co_await ringo::op::write_fixed(ringo::op::Fixed{0}, (*s.bufs)[i], s.o->bs, op.offset, i)
+                           : co_await ringo::op::read_fixed(ringo::op::Fixed{0}, (*s.bufs)[i], s.o->bs, op.offset, i);
+        else
+            res = op.write ? co_await ringo::op::write(s.fd, (*s.bufs)[i], s.o->bs, op.offset)
                            : co_await ringo::op::read(s.fd, (*s.bufs)[i], s.o->bs, op.offset);
         uint64_t now = sb::now_ns();
         uint64_t errs = s.st.errors;
@@ -60,12 +110,10 @@ ringo::Task<void> run_all(Shared& s) {
 
 int main(int argc, char** argv) {
     sb::Options o = sb::parse_options(argc, argv, kUsage, {});
-    bool direct = o.variant == "direct" || o.variant == "iopoll";
-    bool sqpoll = o.variant == "sqpoll";
-    bool iopoll = o.variant == "iopoll";
-    if (!(o.variant == "buffered" || direct || sqpoll))
-        sb::usage_exit(kUsage, "unknown --variant '%s' (registered files and buffers come with the operations issue)",
-                       o.variant.c_str());
+    Variant v;
+    if (!parse_variant(o.variant, v))
+        sb::usage_exit(kUsage, "unknown or contradictory --variant '%s'", o.variant.c_str());
+    bool direct = v.direct, sqpoll = v.sqpoll, iopoll = v.iopoll;
     sb::Result r;
     r.impl = "ringo";
     r.variant = o.variant;
@@ -106,11 +154,25 @@ int main(int argc, char** argv) {
     }
     r.extra.emplace_back("setup_flags", "\"" + ringo::uring::setup_flags_to_string(rt->setup_flags()) + "\"");
 
+    // Registered file and buffers (fixed variants), set up before the measured interval.
+    ringo::buf::FileTable files(*rt);
+    ringo::buf::BufferTable buffers(*rt);
+    if (v.fixed) {
+        if (int ret = files.register_files(std::span<const int>(&fd, 1)); ret < 0)
+            return sb::fail_before_io(o, r, sb::errno_text("FileTable::register_files", -ret), false);
+        std::vector<iovec> iov(o.qd);
+        for (unsigned i = 0; i < o.qd; ++i)
+            iov[i] = {bufs[i], bufs.size};
+        if (int ret = buffers.register_buffers(iov); ret < 0)
+            return sb::fail_before_io(o, r, sb::errno_text("BufferTable::register_buffers", -ret), false);
+    }
+
     Shared s;
     s.o = &o;
     s.wl = &wl;
     s.bufs = &bufs;
     s.fd = fd;
+    s.fixed = v.fixed;
     auto enters0 = rt->stats().enters;
     double cpu0 = sb::cpu_seconds_now();
     uint64_t t0 = sb::now_ns();
@@ -124,6 +186,8 @@ int main(int argc, char** argv) {
         r.unsupported = true;
         r.error = "unsupported: IOPOLL reads fail with EOPNOTSUPP (the device has no poll queues)";
     }
+    (void)buffers.unregister();
+    (void)files.unregister();
     rt.reset();
     close(fd);
     sb::print_result(o, s.st, r);
