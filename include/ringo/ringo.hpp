@@ -41,4 +41,12 @@
 #include <ringo/buf/file_table.hpp>
 #include <ringo/buf/buffer_table.hpp>
 
+#include <ringo/sync/channel.hpp>
+#include <ringo/sync/condition_variable.hpp>
+#include <ringo/sync/event.hpp>
+#include <ringo/sync/futex.hpp>
+#include <ringo/sync/mutex.hpp>
+#include <ringo/sync/semaphore.hpp>
+#include <ringo/sync/wait_group.hpp>
+
 #include <ringo/net/listener.hpp>

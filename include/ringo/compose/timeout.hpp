@@ -25,6 +25,11 @@ struct DeadlineTimer : TimerEntry {
     }
 };
 
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+
 template <class R>
 struct TimeoutResult {
     using type = std::optional<R>;
@@ -54,7 +59,8 @@ using timeout_result_t = typename detail::TimeoutResult<await_result_t<A>>::type
 /// even after the deadline, so no data is lost — and -ETIME when it was cancelled by the
 /// deadline (its own result then being -ECANCELED). For void: true if it finished before
 /// the deadline. For other R: the value, or std::nullopt when the deadline passed first (a
-/// task's value produced after its cancellation is discarded). A zero or negative duration
+/// task's value produced after its cancellation is discarded, except that a non-empty
+/// std::optional R, such as a channel recv's value, is returned: it would be lost otherwise). A zero or negative duration
 /// cancels at once: an operation is then not submitted at all. Exceptions propagate.
 /// The deadline is one entry in the runtime's timer heap; the kernel sees at most one wait
 /// timeout however many with_timeout are pending.
@@ -99,8 +105,15 @@ Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d
     } else if constexpr (std::is_void_v<R>) {
         co_return !expired;
     } else {
-        if (expired)
+        if (expired) {
+            // An awaitable yielding std::optional (a channel recv) that produced a value
+            // keeps it: that value would otherwise be lost.
+            if constexpr (detail::IsOptional<R>::value) {
+                if (value->has_value())
+                    co_return std::move(value);
+            }
             co_return std::nullopt;
+        }
         co_return std::move(value);
     }
 }

@@ -1,0 +1,368 @@
+// ringo/sync/channel.hpp - Channel<T>: a bounded multi-producer multi-consumer queue for
+// tasks on any runtime and for plain threads.
+#pragma once
+
+#include <cerrno>
+#include <coroutine>
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include <ringo/sync/wait_list.hpp>
+
+namespace ringo {
+
+namespace detail {
+template <class T>
+struct ChanRecvNode : WaitNode {
+    std::optional<T> value; // filled by a sender that hands its value over
+    using WaitNode::WaitNode;
+    ChanRecvNode(ChanRecvNode&& o) noexcept : WaitNode(std::move(o)) {}
+};
+template <class T>
+struct ChanSendNode : WaitNode {
+    T value; // taken by a receiver (or moved into the buffer) when the send completes
+    template <class U>
+    ChanSendNode(SpinLock& l, U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>)
+        : WaitNode(l), value(std::forward<U>(v)) {}
+    ChanSendNode(ChanSendNode&& o) noexcept : WaitNode(std::move(o)), value(std::move(o.value)) {}
+};
+} // namespace detail
+
+/// A bounded channel of T between tasks (on one runtime or on several, on different
+/// threads) and plain threads. See docs/sync.md.
+///
+/// - Capacity N > 0: up to N values wait in a ring buffer allocated once, at construction;
+///   a send beyond that waits for room. Capacity 0 is a rendezvous: a send waits until a
+///   receiver takes its value.
+/// - `co_await ch.send(v)` yields 0 when the value is in the channel (or in a receiver's
+///   hands), -EPIPE when the channel is closed, -ECANCELED when the task was cancelled while
+///   it waited (the value was then not sent, and is dropped with the awaiter).
+/// - `co_await ch.recv()` yields the next value, or std::nullopt once the channel is closed
+///   and empty, or when the task was cancelled while it waited (tell the two apart with
+///   is_closed() or cancellation_requested()). A receiver that a sender has already handed
+///   a value to gets that value even if it is cancelled before it runs: nothing is lost.
+/// - Values from one producer arrive in the order sent; waiting senders and receivers are
+///   served first come, first served.
+/// - `try_send`, `try_recv` never wait; `send_blocking`, `recv_blocking` block a plain
+///   thread (they throw std::logic_error on a runtime's thread).
+/// - `close()` wakes every waiter: receivers still get the values already buffered, then
+///   std::nullopt; waiting senders get -EPIPE. Destroying the channel closes it (waiters
+///   end as above); destroy it only when no other thread can still call into it.
+///
+/// No heap allocation per message. T must be nothrow move constructible (values move
+/// under the channel's lock).
+template <class T>
+class Channel {
+    static_assert(std::is_nothrow_move_constructible_v<T>,
+                  "ringo::Channel<T>: T must be nothrow move constructible");
+    static_assert(std::is_nothrow_destructible_v<T>, "ringo::Channel<T>: T must be nothrow destructible");
+    using RecvNode = detail::ChanRecvNode<T>;
+    using SendNode = detail::ChanSendNode<T>;
+
+public:
+    using value_type = T;
+
+    /// A channel holding up to `capacity` values (0: rendezvous). Throws std::bad_alloc
+    /// (or std::length_error) when the buffer cannot be allocated.
+    explicit Channel(std::size_t capacity) : cap_(capacity) {
+        if (cap_ > 0)
+            buf_ = std::allocator<T>().allocate(cap_);
+    }
+    ~Channel() {
+        close();
+        while (count_ > 0) {
+            buf_[head_].~T();
+            if (++head_ == cap_)
+                head_ = 0;
+            --count_;
+        }
+        if (buf_)
+            std::allocator<T>().deallocate(buf_, cap_);
+    }
+    Channel(const Channel&) = delete;
+    Channel& operator=(const Channel&) = delete;
+
+    class SendAwaiter : SendNode {
+    public:
+        template <class U>
+        SendAwaiter(Channel* ch, U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>)
+            : SendNode(ch->lock_, std::forward<U>(v)), ch_(ch) {
+            this->cancel_fn = &on_cancel;
+        }
+        SendAwaiter(SendAwaiter&& o) noexcept : SendNode(std::move(o)), ch_(o.ch_) { this->cancel_fn = &on_cancel; }
+        bool await_ready() const noexcept { return false; }
+        template <class P>
+        bool await_suspend(std::coroutine_handle<P> h) {
+            this->ctx = detail::ctx_of_or_dummy(h);
+            if (this->ctx->cancelled) [[unlikely]] {
+                this->res = -ECANCELED;
+                return false;
+            }
+            Channel& c = *ch_;
+            c.lock_.lock();
+            int r = c.send_locked(this->value);
+            if (r <= 0) [[likely]] { // done; send_locked released the lock
+                this->res = r;
+                return false;
+            }
+            Runtime* rt = detail::t_current;
+            if (!rt) [[unlikely]] {
+                c.lock_.unlock();
+                throw std::logic_error("ringo: Channel::send would wait outside a runtime; use send_blocking");
+            }
+            this->link(c.send_waiters_, h, *rt);
+            c.lock_.unlock();
+            this->registered();
+            return true;
+        }
+        /// 0, -EPIPE (closed) or -ECANCELED.
+        int await_resume() noexcept {
+            if (this->suspended)
+                this->finished();
+            return this->res;
+        }
+
+    private:
+        static void on_cancel(detail::Waitable* w) noexcept { static_cast<SendAwaiter*>(w)->cancel_linked(); }
+        Channel* ch_;
+    };
+
+    class RecvAwaiter : RecvNode {
+    public:
+        explicit RecvAwaiter(Channel* ch) noexcept : RecvNode(ch->lock_), ch_(ch) { this->cancel_fn = &on_cancel; }
+        RecvAwaiter(RecvAwaiter&& o) noexcept : RecvNode(std::move(o)), ch_(o.ch_) { this->cancel_fn = &on_cancel; }
+        bool await_ready() const noexcept { return false; }
+        template <class P>
+        bool await_suspend(std::coroutine_handle<P> h) {
+            this->ctx = detail::ctx_of_or_dummy(h);
+            if (this->ctx->cancelled) [[unlikely]]
+                return false;
+            Channel& c = *ch_;
+            c.lock_.lock();
+            if (c.recv_locked(this->value)) [[likely]] // done; the lock was released
+                return false;
+            Runtime* rt = detail::t_current;
+            if (!rt) [[unlikely]] {
+                c.lock_.unlock();
+                throw std::logic_error("ringo: Channel::recv would wait outside a runtime; use recv_blocking");
+            }
+            this->link(c.recv_waiters_, h, *rt);
+            c.lock_.unlock();
+            this->registered();
+            return true;
+        }
+        /// The value, or std::nullopt (closed and empty, or cancelled while waiting).
+        std::optional<T> await_resume() noexcept {
+            if (this->suspended)
+                this->finished();
+            return std::move(this->value);
+        }
+
+    private:
+        static void on_cancel(detail::Waitable* w) noexcept { static_cast<RecvAwaiter*>(w)->cancel_linked(); }
+        Channel* ch_;
+    };
+
+    /// `co_await ch.send(v)`: 0, -EPIPE (closed) or -ECANCELED. See the class comment.
+    [[nodiscard]] SendAwaiter send(T value) noexcept { return SendAwaiter(this, std::move(value)); }
+    /// `co_await ch.recv()`: the next value, or std::nullopt (closed and empty, or cancelled).
+    [[nodiscard]] RecvAwaiter recv() noexcept { return RecvAwaiter(this); }
+
+    /// Sends without waiting: 0 when sent, -EAGAIN when the channel is full (for capacity 0:
+    /// when no receiver is waiting), -EPIPE when it is closed. `v` is moved from only when
+    /// it was sent.
+    template <class U>
+    int try_send(U&& v) {
+        static_assert(std::is_constructible_v<T, U&&>, "ringo::Channel::try_send: value not convertible to T");
+        lock_.lock();
+        if (closed_) {
+            lock_.unlock();
+            return -EPIPE;
+        }
+        if (detail::SyncWaiter* r = recv_waiters_.pop_front()) {
+            auto* rn = static_cast<RecvNode*>(r);
+            rn->value.emplace(std::forward<U>(v));
+            rn->res = 0;
+            lock_.unlock();
+            detail::wake(rn);
+            return 0;
+        }
+        if (count_ < cap_) {
+            new (slot(count_)) T(std::forward<U>(v));
+            ++count_;
+            lock_.unlock();
+            return 0;
+        }
+        lock_.unlock();
+        return -EAGAIN;
+    }
+
+    /// Receives without waiting: the next value, or std::nullopt when none is ready (the
+    /// channel is empty and no sender waits, or it is closed: see is_closed()).
+    std::optional<T> try_recv() {
+        std::optional<T> out;
+        lock_.lock();
+        if (!take_locked(out))
+            lock_.unlock();
+        return out;
+    }
+
+    /// Sends from a plain thread, blocking until the value is in the channel: 0 or -EPIPE.
+    /// Throws std::logic_error on a runtime's thread.
+    int send_blocking(T value) {
+        detail::check_blocking_allowed("ringo: Channel::send_blocking on a runtime's thread; co_await send()");
+        lock_.lock();
+        int r = send_locked(value);
+        if (r <= 0)
+            return r;
+        SendNode node(lock_, std::move(value));
+        detail::ThreadParker p;
+        node.link_thread(send_waiters_, p);
+        lock_.unlock();
+        p.wait();
+        return node.res;
+    }
+
+    /// Receives from a plain thread, blocking until a value comes: the value, or
+    /// std::nullopt once the channel is closed and empty. Throws std::logic_error on a
+    /// runtime's thread.
+    std::optional<T> recv_blocking() {
+        detail::check_blocking_allowed("ringo: Channel::recv_blocking on a runtime's thread; co_await recv()");
+        RecvNode node(lock_);
+        lock_.lock();
+        if (recv_locked(node.value))
+            return std::move(node.value);
+        detail::ThreadParker p;
+        node.link_thread(recv_waiters_, p);
+        lock_.unlock();
+        p.wait();
+        return std::move(node.value);
+    }
+
+    /// Closes the channel: later sends fail with -EPIPE, receivers drain what is buffered and
+    /// then get std::nullopt; every waiter is woken. Returns false when it was closed already.
+    bool close() noexcept {
+        lock_.lock();
+        if (closed_) {
+            lock_.unlock();
+            return false;
+        }
+        closed_ = true;
+        detail::SyncWaiter* rs = recv_waiters_.take_all();
+        for (detail::SyncWaiter* w = rs; w; w = w->next)
+            w->res = 0;
+        detail::SyncWaiter* ss = send_waiters_.take_all();
+        for (detail::SyncWaiter* w = ss; w; w = w->next)
+            w->res = -EPIPE;
+        lock_.unlock();
+        detail::wake_chain(rs);
+        detail::wake_chain(ss);
+        return true;
+    }
+
+    [[nodiscard]] bool is_closed() const noexcept {
+        std::lock_guard lk(lock_);
+        return closed_;
+    }
+    /// Values buffered now (a snapshot).
+    [[nodiscard]] std::size_t size() const noexcept {
+        std::lock_guard lk(lock_);
+        return count_;
+    }
+    [[nodiscard]] std::size_t capacity() const noexcept { return cap_; }
+
+private:
+    template <class>
+    friend struct ChannelTestAccess;
+
+    T* slot(std::size_t i) noexcept {
+        std::size_t j = head_ + i;
+        if (j >= cap_)
+            j -= cap_;
+        return buf_ + j;
+    }
+
+    // Under lock_. Completes a send of `v` if it can (then releases the lock and returns 0,
+    // or -EPIPE when closed); returns 1, lock held, when the sender must wait.
+    int send_locked(T& v) noexcept {
+        if (closed_) [[unlikely]] {
+            lock_.unlock();
+            return -EPIPE;
+        }
+        if (detail::SyncWaiter* r = recv_waiters_.pop_front()) {
+            auto* rn = static_cast<RecvNode*>(r);
+            rn->value.emplace(std::move(v));
+            rn->res = 0;
+            lock_.unlock();
+            detail::wake(rn);
+            return 0;
+        }
+        if (count_ < cap_) [[likely]] {
+            new (slot(count_)) T(std::move(v));
+            ++count_;
+            lock_.unlock();
+            return 0;
+        }
+        return 1;
+    }
+
+    // Under lock_. Moves the next value into `out` if there is one (then releases the lock
+    // and returns true); a waiting sender moves up into the freed buffer slot. Returns false,
+    // lock held, when nothing is ready.
+    bool take_locked(std::optional<T>& out) noexcept {
+        if (count_ > 0) [[likely]] {
+            T* p = buf_ + head_;
+            out.emplace(std::move(*p));
+            p->~T();
+            if (++head_ == cap_)
+                head_ = 0;
+            --count_;
+            if (detail::SyncWaiter* s = send_waiters_.pop_front()) [[unlikely]] {
+                auto* sn = static_cast<SendNode*>(s);
+                new (slot(count_)) T(std::move(sn->value));
+                ++count_;
+                sn->res = 0;
+                lock_.unlock();
+                detail::wake(sn);
+                return true;
+            }
+            lock_.unlock();
+            return true;
+        }
+        if (detail::SyncWaiter* s = send_waiters_.pop_front()) { // rendezvous
+            auto* sn = static_cast<SendNode*>(s);
+            out.emplace(std::move(sn->value));
+            sn->res = 0;
+            lock_.unlock();
+            detail::wake(sn);
+            return true;
+        }
+        return false;
+    }
+
+    // Under lock_. take_locked, and "closed and empty" also completes (with nullopt).
+    bool recv_locked(std::optional<T>& out) noexcept {
+        if (take_locked(out))
+            return true;
+        if (closed_) {
+            lock_.unlock();
+            return true;
+        }
+        return false;
+    }
+
+    mutable detail::SpinLock lock_;
+    T* buf_ = nullptr;
+    std::size_t cap_;
+    std::size_t head_ = 0;
+    std::size_t count_ = 0;
+    bool closed_ = false;
+    detail::WaitList recv_waiters_;
+    detail::WaitList send_waiters_;
+};
+
+} // namespace ringo

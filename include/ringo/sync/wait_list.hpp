@@ -1,0 +1,254 @@
+// ringo/sync/wait_list.hpp - what every coordination primitive is built from: a short
+// spin lock, an intrusive FIFO of waiters, and the rule for waking one (on its own runtime,
+// from any thread, or a plain thread parked in a condition variable).
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <coroutine>
+#include <mutex>
+#include <stdexcept>
+
+#include <ringo/core/runtime.hpp>
+
+namespace ringo::detail {
+
+/// A test-and-test-and-set lock for critical sections of a few dozen instructions (one
+/// atomic exchange to take it, one store to give it back). Spins briefly, then yields the
+/// CPU, so a holder that was preempted gets to run.
+class SpinLock {
+public:
+    void lock() noexcept {
+        if (!locked_.exchange(true, std::memory_order_acquire)) [[likely]]
+            return;
+        lock_slow();
+    }
+    bool try_lock() noexcept {
+        return !locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire);
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+private:
+    void lock_slow() noexcept {
+        for (unsigned i = 0;; ++i) {
+            if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire))
+                return;
+            if (i < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                asm volatile("yield");
+#endif
+            } else {
+                ::sched_yield();
+            }
+        }
+    }
+    std::atomic<bool> locked_{false};
+};
+
+/// Where a plain thread (not a runtime) sleeps while it waits on a primitive.
+struct ThreadParker {
+    std::mutex m;
+    std::condition_variable cv;
+    bool ready = false;
+    void wait() {
+        std::unique_lock lk(m);
+        cv.wait(lk, [this] { return ready; });
+    }
+    /// Under the parker's mutex, so the waiting thread cannot return (and free the parker)
+    /// before this is done with it.
+    void notify() {
+        std::lock_guard lk(m);
+        ready = true;
+        cv.notify_one();
+    }
+};
+
+/// One waiter of a primitive: a suspended coroutine (with its runtime) or a parked thread.
+/// Lives in the waiter's frame (or stack); linked into the primitive's WaitList while it
+/// waits. The list links are guarded by the primitive's lock; `linked` is written under it
+/// too, and may be read without it by the waiter's own thread (a waiter that a waker has
+/// taken out is never linked again, so "not linked" is final).
+struct SyncWaiter : Waitable {
+    SyncWaiter* next = nullptr;
+    SyncWaiter* prev = nullptr;
+    std::coroutine_handle<> h{};
+    Runtime* rt = nullptr;          // the runtime that resumes `h`
+    ThreadParker* parker = nullptr; // set instead for a plain thread
+    int res = 0;                    // what the wait ends with
+    std::atomic<bool> linked{false};
+
+    SyncWaiter() noexcept = default;
+    SyncWaiter(const SyncWaiter&) = delete;
+    SyncWaiter& operator=(const SyncWaiter&) = delete;
+    [[nodiscard]] bool is_linked() const noexcept { return linked.load(std::memory_order_acquire); }
+};
+
+/// An intrusive FIFO of waiters (no allocation). Guarded by the owning primitive's lock.
+class WaitList {
+public:
+    [[nodiscard]] bool empty() const noexcept { return head_ == nullptr; }
+    [[nodiscard]] SyncWaiter* front() const noexcept { return head_; }
+    void push_back(SyncWaiter* w) noexcept {
+        w->next = nullptr;
+        w->prev = tail_;
+        if (tail_)
+            tail_->next = w;
+        else
+            head_ = w;
+        tail_ = w;
+        w->linked.store(true, std::memory_order_relaxed);
+    }
+    void remove(SyncWaiter* w) noexcept {
+        if (w->prev)
+            w->prev->next = w->next;
+        else
+            head_ = w->next;
+        if (w->next)
+            w->next->prev = w->prev;
+        else
+            tail_ = w->prev;
+        w->next = w->prev = nullptr;
+        w->linked.store(false, std::memory_order_release);
+    }
+    SyncWaiter* pop_front() noexcept {
+        SyncWaiter* w = head_;
+        if (w)
+            remove(w);
+        return w;
+    }
+    /// Takes every waiter out, as a singly linked chain through `next` (for waking them
+    /// after the lock is released).
+    SyncWaiter* take_all() noexcept {
+        SyncWaiter* all = head_;
+        for (SyncWaiter* w = head_; w; w = w->next)
+            w->linked.store(false, std::memory_order_release);
+        head_ = tail_ = nullptr;
+        return all;
+    }
+
+private:
+    SyncWaiter* head_ = nullptr;
+    SyncWaiter* tail_ = nullptr;
+};
+
+/// Resumes a waiter that has been taken out of its list (call it without the primitive's
+/// lock held): schedules it on its runtime (posted, with a wake-up, from another thread) or
+/// unparks its thread. The waiter may be gone as soon as this returns.
+inline void wake(SyncWaiter* w) noexcept {
+    if (ThreadParker* p = w->parker) {
+        p->notify();
+        return;
+    }
+    Runtime* rt = w->rt;
+    std::coroutine_handle<> h = w->h;
+    if (rt == t_current)
+        rt->schedule(h);
+    else
+        rt->post(h);
+}
+
+/// Wakes a chain made by WaitList::take_all (after setting each waiter's `res`).
+inline void wake_chain(SyncWaiter* w) noexcept {
+    while (w) {
+        SyncWaiter* n = w->next; // read before waking: the waiter may be gone after
+        wake(w);
+        w = n;
+    }
+}
+
+/// For a primitive's destructor: ends every wait still queued with `res` and wakes it.
+inline void abandon_all(SpinLock& l, WaitList& list, int res) noexcept {
+    l.lock();
+    SyncWaiter* all = list.take_all();
+    for (SyncWaiter* w = all; w; w = w->next)
+        w->res = res;
+    l.unlock();
+    wake_chain(all);
+}
+
+/// The runtime that will resume a coroutine suspending now; throws when there is none (a
+/// primitive's wait cannot be awaited outside a runtime: use its *_blocking form).
+inline Runtime& waiting_runtime(const char* what) {
+    Runtime* rt = t_current;
+    if (!rt) [[unlikely]]
+        throw std::logic_error(what);
+    return *rt;
+}
+
+/// Throws when a plain-thread blocking form is called on a runtime's thread (it would stop
+/// that runtime, and deadlock if the other side runs there).
+inline void check_blocking_allowed(const char* what) {
+    if (t_current) [[unlikely]]
+        throw std::logic_error(what);
+}
+
+/// A waiter node with what an awaiter (or a blocking call) needs around it: the lock and
+/// list it waits in, the cancellation context it registers in, and the clean-up when its
+/// frame is destroyed mid-wait (its runtime was torn down).
+struct WaitNode : SyncWaiter {
+    SpinLock* lock;
+    WaitList* list = nullptr; // the list it was linked into
+    CancelCtx* ctx = nullptr;
+    bool suspended = false;
+
+    explicit WaitNode(SpinLock& l) noexcept : lock(&l) {}
+    /// A node is moved only before it waits (an awaiter handed to with_timeout, when_any).
+    WaitNode(WaitNode&& o) noexcept : SyncWaiter(), lock(o.lock) {}
+    WaitNode& operator=(WaitNode&&) = delete;
+    ~WaitNode() {
+        // Destroyed while waiting (its runtime was torn down): take the node out. A node a
+        // waker already took out is not touched (the primitive may be gone by now).
+        if (suspended && is_linked()) [[unlikely]] {
+            std::lock_guard lk(*lock);
+            if (is_linked())
+                list->remove(this);
+        }
+    }
+    /// Under the lock: queue this node in `l` for coroutine `hh` resumed by `r`.
+    void link(WaitList& l, std::coroutine_handle<> hh, Runtime& r) noexcept {
+        h = hh;
+        rt = &r;
+        list = &l;
+        l.push_back(this);
+    }
+    /// Under the lock: queue this node in `l` for a thread parked in `p`.
+    void link_thread(WaitList& l, ThreadParker& p) noexcept {
+        parker = &p;
+        list = &l;
+        l.push_back(this);
+    }
+    /// After linking and unlocking: the task's cancellation now reaches this wait.
+    void registered() noexcept {
+        suspended = true;
+        ctx->waiting = this;
+    }
+    /// In await_resume.
+    void finished() noexcept {
+        suspended = false;
+        if (ctx->waiting == this)
+            ctx->waiting = nullptr;
+    }
+    /// The common cancel (owner thread): if still queued, unlink, end the wait with
+    /// -ECANCELED and resume it. False when a waker had already ended the wait (its
+    /// resumption is on the way).
+    bool cancel_linked() noexcept {
+        if (!is_linked()) // woken already; the primitive may even be destroyed by now
+            return false;
+        lock->lock();
+        if (!is_linked()) {
+            lock->unlock();
+            return false;
+        }
+        list->remove(this);
+        res = -ECANCELED;
+        lock->unlock();
+        rt->schedule(h);
+        return true;
+    }
+};
+
+} // namespace ringo::detail
