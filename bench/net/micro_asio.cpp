@@ -11,11 +11,19 @@
 //                                               asio::experimental::channel<void(error_code, uint64_t)>
 //                                               with that buffer size; producers send 0..M, consumers
 //                                               count and sum, both checked
+//   xchannel --messages M [--capacity 1024] [--in task]
+//                                               cross-thread channel: two io_contexts, each run by its
+//                                               own thread (pinned to the first two CPUs the process may
+//                                               use); a producer coroutine on one sends 0..M through one
+//                                               asio::experimental::concurrent_channel of that buffer
+//                                               size to a consumer coroutine on the other
 //
 // The body of each benchmark runs in a co_spawn'ed coroutine ("in":"task"); Asio has no root future
 // polled outside its scheduler, so "--in root" is refused. The measured interval (seconds,
 // cpu_seconds) is taken inside that coroutine, after the io_context exists and before the first
-// spawn/yield/channel is created, up to the last join.
+// spawn/yield/channel is created, up to the last join. xchannel measures from the main thread: from
+// just before it releases the two threads (their io_contexts and coroutines already set up) until
+// both have finished; cpu_seconds is the whole process's (both threads).
 //
 // Channel end of stream: in Asio 1.22 channel::close() drops the messages still in the buffer, so a
 // producer ends its stream by sending one more message carrying asio::error::eof (the signature's
@@ -26,7 +34,14 @@
 #include <asio.hpp>
 #include <asio/experimental/channel.hpp>
 
+#include <asio/experimental/concurrent_channel.hpp>
+
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
+
+#include <barrier>
+#include <thread>
 
 #include <cerrno>
 #include <chrono>
@@ -61,6 +76,7 @@ const char* kUsage =
     "  spawn       --count N [--batch B] [--in task]   (B: join every B spawns; default all at once)\n"
     "  yield       --count N [--in task]\n"
     "  channel     --messages M --pairs P [--capacity 1024] [--in task]\n"
+    "  xchannel    --messages M [--capacity 1024] [--in task]   (producer and consumer io_contexts on two threads/CPUs)\n"
     "  --in: the body always runs in a co_spawn'ed coroutine (task); Asio has no root future\n"
     "\n"
     "runtime: Asio " /* version appended at run time */;
@@ -72,6 +88,7 @@ std::string usage_text() {
          ", C++20 coroutines (asio::awaitable, co_spawn), one io_context run by one thread\n"
          "yield: co_await asio::post(executor, asio::use_awaitable)\n"
          "channel: asio::experimental::channel<void(asio::error_code, std::uint64_t)>\n"
+         "xchannel: asio::experimental::concurrent_channel<void(asio::error_code, std::uint64_t)>\n"
          "Each run prints one JSON line on stdout. Exit 0 ok, 1 failed run, 2 usage error.\n";
 }
 
@@ -497,6 +514,117 @@ asio::awaitable<void> channel_body(std::uint64_t messages, std::uint64_t pairs, 
   finish_micro(r, out, messages * pairs);
 }
 
+// ------------------------------------------------------------------------------------------------
+// xchannel: one producer io_context/thread and one consumer io_context/thread
+
+using XChannel = asio::experimental::concurrent_channel<void(asio::error_code, std::uint64_t)>;
+
+struct Side {
+  bool done = false;
+  std::uint64_t received = 0, sum = 0;
+  std::string error;
+};
+
+asio::awaitable<void> xproducer(XChannel& ch, std::uint64_t messages, Side& side) {
+  for (std::uint64_t i = 0; i < messages; ++i) co_await ch.async_send(asio::error_code{}, i, asio::use_awaitable);
+  co_await ch.async_send(asio::error::eof, std::uint64_t{0}, asio::use_awaitable);  // end of stream
+  side.done = true;
+}
+
+asio::awaitable<void> xconsumer(XChannel& ch, Side& side) {
+  std::uint64_t n = 0, sum = 0;
+  for (;;) {
+    asio::error_code ec;
+    std::uint64_t v = co_await ch.async_receive(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == asio::error::eof) break;
+    if (ec) throw asio::system_error(ec, "channel receive");
+    ++n;
+    sum += v;
+  }
+  side.received = n;
+  side.sum = sum;
+  side.done = true;
+}
+
+// The first two CPUs this process may run on, or {-1, -1}.
+std::pair<int, int> two_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return {-1, -1};
+  int found[2] = {-1, -1}, k = 0;
+  for (int c = 0; c < CPU_SETSIZE && k < 2; ++c)
+    if (CPU_ISSET(c, &set)) found[k++] = c;
+  return k == 2 ? std::pair{found[0], found[1]} : std::pair{-1, -1};
+}
+
+// Runs ctx on this thread, pinned to cpu (when >= 0), after every thread reached `start`. A failed
+// pin is recorded in `pin_error` (the run goes on unpinned and says so).
+void run_side(asio::io_context& ctx, int cpu, std::barrier<>& start, Side& side, std::string& pin_error) {
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set); e != 0)
+      pin_error = "cannot pin to CPU " + std::to_string(cpu) + ": " + std::strerror(e);
+  }
+  start.arrive_and_wait();
+  try {
+    ctx.run();
+  } catch (const std::exception& e) {
+    if (side.error.empty()) side.error = std::string("io_context::run: ") + e.what();
+  }
+}
+
+[[noreturn]] void xchannel_bench(const Args& a) {
+  a.only({"messages", "capacity", "in"});
+  std::uint64_t messages = a.uint("messages", std::nullopt, 1, std::uint64_t{1} << 40);
+  std::uint64_t capacity = a.uint("capacity", 1024, 1, std::uint64_t{1} << 24);
+  a.place();
+  auto [pcpu, ccpu] = two_cpus();
+  asio::io_context pctx(1), cctx(1);
+  XChannel ch(cctx.get_executor(), static_cast<std::size_t>(capacity));
+  Side ps, cs;
+  asio::co_spawn(pctx, xproducer(ch, messages, ps), [&](std::exception_ptr e) {
+    if (e && ps.error.empty()) ps.error = "producer failed: " + what(e);
+  });
+  asio::co_spawn(cctx, xconsumer(ch, cs), [&](std::exception_ptr e) {
+    if (e && cs.error.empty()) cs.error = "consumer failed: " + what(e);
+  });
+  std::barrier<> start(3);
+  std::string ppin, cpin;
+  std::thread tp([&] { run_side(pctx, pcpu, start, ps, ppin); });
+  std::thread tc([&] { run_side(cctx, ccpu, start, cs, cpin); });
+  Meter meter;
+  start.arrive_and_wait();
+  tp.join();
+  tc.join();
+  Outcome out;
+  out.m = meter.stop();
+  out.ops = cs.received;
+  out.finished = ps.done && cs.done;
+  if (!ps.error.empty()) out.note(ps.error);
+  if (!cs.error.empty()) out.note(cs.error);
+  if (!ps.done && ps.error.empty()) out.note("the producer did not finish");
+  if (!cs.done && cs.error.empty()) out.note("the consumer did not finish");
+  const std::uint64_t want = expected_sum(messages);
+  if (cs.done && (cs.received != messages || cs.sum != want))
+    out.note("consumer got " + std::to_string(cs.received) + " messages summing to " + std::to_string(cs.sum) +
+             " (expected " + std::to_string(messages) + " summing to " + std::to_string(want) + ")");
+  Report r("xchannel", "plain");
+  r.str("driver", "asio io_context x2 (one per thread, concurrency hint 1; no I/O objects, reactor not started)")
+      .str("in", "task");
+  std::string cpus = pcpu >= 0 ? "producer " + std::to_string(pcpu) + ", consumer " + std::to_string(ccpu)
+                               : "unpinned (fewer than 2 CPUs allowed)";
+  if (!ppin.empty() || !cpin.empty()) cpus += " (" + ppin + (ppin.empty() || cpin.empty() ? "" : "; ") + cpin + ")";
+  r.str("channel",
+        "asio::experimental::concurrent_channel<void(asio::error_code, std::uint64_t)> (two io_contexts on two threads)")
+      .uint("capacity", capacity)
+      .uint("messages", messages)
+      .str("cpus", cpus)
+      .num("msgs_per_sec", out.m.seconds > 0 ? static_cast<double>(out.ops) / out.m.seconds : NAN, 1);
+  finish_micro(r, out, messages);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -513,6 +641,7 @@ int main(int argc, char** argv) {
     if (a.cmd == "spawn") spawn_bench(a);
     if (a.cmd == "yield") yield_bench(a);
     if (a.cmd == "channel") channel_bench(a);
+    if (a.cmd == "xchannel") xchannel_bench(a);
     throw UsageError{"unknown subcommand '" + a.cmd + "'"};
   } catch (const UsageError& e) {
     usage_exit(bench, e.msg);

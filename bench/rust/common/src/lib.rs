@@ -344,6 +344,8 @@ pub fn usage_text(bin: &str, fs_note: &str, yield_note: &str) -> String {
          \x20 spawn       --count N [--batch B] [--in task|root]   (B: join every B spawns; default all at once)\n\
          \x20 yield       --count N [--in task|root]\n\
          \x20 channel     --messages M --pairs P [--capacity 1024] [--in task|root]\n\
+         \x20 xchannel    --messages M [--capacity 1024] [--in task|root]   (producer and consumer runtimes on two threads/CPUs;\n\
+         \x20             monoio: the separate binary ringo-bench-monoio-xthread)\n\
          \x20 --in: run the body in a spawned task (default) or in the block_on root future\n\
          \n\
          file I/O: {fs_note}\n\
@@ -861,6 +863,151 @@ pub fn channel_opts(a: &Args) -> Result<ChannelOpts, UsageError> {
 /// Sum of 0..m, the checksum each consumer expects.
 pub fn expected_sum(m: u64) -> u64 {
     ((m as u128 * (m as u128 - 1) / 2) & u64::MAX as u128) as u64
+}
+
+// ---------------------------------------------------------------- cross-thread channel
+
+pub struct XChannelOpts {
+    pub messages: u64,
+    pub capacity: u64,
+    pub place: Place,
+}
+
+pub fn xchannel_opts(a: &Args) -> Result<XChannelOpts, UsageError> {
+    a.only(&["messages", "capacity", "in"])?;
+    Ok(XChannelOpts {
+        messages: a.uint("messages", None, 1, 1 << 40)?,
+        capacity: a.uint("capacity", Some(1024), 1, 1 << 24)?,
+        place: place_opt(a)?,
+    })
+}
+
+/// The first two CPUs this process may run on (producer, consumer), or None when it
+/// may run on fewer than two.
+pub fn two_cpus() -> Option<(usize, usize)> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return None;
+        }
+        let mut cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set));
+        Some((cpus.next()?, cpus.next()?))
+    }
+}
+
+/// Pin the calling thread to one CPU.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    // SAFETY: as above; pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// What the consumer of a cross-thread channel saw.
+#[derive(Clone, Copy, Default)]
+pub struct Received {
+    pub count: u64,
+    pub sum: u64,
+}
+
+/// The `xchannel` micro benchmark's frame, shared by the runtimes: one producer thread and
+/// one consumer thread, each pinned to its own CPU (the first two the process may use) and
+/// running its own single-threaded runtime. `producer(start)` and `consumer(start)` run on
+/// their threads: each builds its runtime, calls `start()` (a barrier with the other two
+/// threads), then runs its side to the end; the producer returns whether every send
+/// succeeded, the consumer what it received. The measured interval runs from just before
+/// the main thread joins that barrier until both threads have finished (runtime set-up
+/// is outside it); CPU time is the whole process's (both threads). Prints the JSON line
+/// (the micro benchmarks' fields plus `msgs_per_sec`) and exits.
+pub fn run_xchannel<P, C>(mut r: Report, messages: u64, producer: P, consumer: C) -> !
+where
+    P: FnOnce(&dyn Fn()) -> bool + Send + 'static,
+    C: FnOnce(&dyn Fn()) -> Received + Send + 'static,
+{
+    use std::sync::{Arc, Barrier};
+    let cpus = two_cpus();
+    let barrier = Arc::new(Barrier::new(3));
+    let tp = xchannel_side("producer", cpus.map(|c| c.0), barrier.clone(), producer);
+    let tc = xchannel_side("consumer", cpus.map(|c| c.1), barrier.clone(), consumer);
+    let meter = Meter::start();
+    barrier.wait();
+    let sent = tp.join();
+    let got = tc.join();
+    let m = meter.stop();
+    let (mut errors, mut first_error) = (0u64, None::<String>);
+    let mut note = |e: String| {
+        errors += 1;
+        first_error.get_or_insert(e);
+    };
+    match sent {
+        Ok(Ok(true)) => {}
+        Ok(Ok(false)) => note("a send failed: the receiver was dropped".into()),
+        Ok(Err(e)) => note(e),
+        Err(_) => note("the producer thread panicked".into()),
+    }
+    let mut received = 0;
+    match got {
+        Ok(Ok(g)) => {
+            received = g.count;
+            if g.count != messages || g.sum != expected_sum(messages) {
+                note(format!(
+                    "consumer got {} messages summing to {} (expected {messages} summing to {})",
+                    g.count,
+                    g.sum,
+                    expected_sum(messages)
+                ));
+            }
+        }
+        Ok(Err(e)) => note(e),
+        Err(_) => note("the consumer thread panicked".into()),
+    }
+    let cpus_text = cpus.map_or("unpinned (fewer than 2 CPUs allowed)".to_string(), |(p, c)| {
+        format!("producer {p}, consumer {c}")
+    });
+    let rate = if m.seconds > 0.0 {
+        received as f64 / m.seconds
+    } else {
+        f64::NAN
+    };
+    r.int("messages", messages)
+        .str("cpus", &cpus_text)
+        .float("msgs_per_sec", rate, 1);
+    finish_micro(r, &m, received, messages, errors, first_error)
+}
+
+/// One side of `run_xchannel`: a thread pinned to `cpu` that runs `body(start)`, where
+/// `start` waits on the barrier (also on the error path, so the others never hang).
+fn xchannel_side<T, F>(
+    name: &str,
+    cpu: Option<usize>,
+    barrier: std::sync::Arc<std::sync::Barrier>,
+    body: F,
+) -> std::thread::JoinHandle<Result<T, String>>
+where
+    T: Send + 'static,
+    F: FnOnce(&dyn Fn()) -> T + Send + 'static,
+{
+    let who = name.to_string();
+    std::thread::Builder::new()
+        .name(who.clone())
+        .spawn(move || {
+            if let Some(c) = cpu {
+                if let Err(e) = pin_current_thread(c) {
+                    barrier.wait();
+                    return Err(format!("cannot pin the {who} to CPU {c}: {e}"));
+                }
+            }
+            Ok(body(&|| {
+                barrier.wait();
+            }))
+        })
+        .expect("spawn a benchmark thread")
 }
 
 // ---------------------------------------------------------------- echo server

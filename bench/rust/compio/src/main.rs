@@ -38,6 +38,7 @@ fn main() {
         "spawn" => spawn_bench(&a, &u),
         "yield" => yield_bench(&a, &u),
         "channel" => channel_bench(&a, &u),
+        "xchannel" => xchannel_bench(&a, &u),
         _ => common::unknown_subcommand(&a, IMPL, &u),
     }
 }
@@ -367,4 +368,48 @@ fn channel_bench(a: &Args, usage: &str) -> ! {
         .int("pairs", pairs)
         .int("capacity", capacity);
     common::finish_micro(r, &m, received, messages * pairs, errors, first_error)
+}
+
+/// Cross-thread channel: a compio runtime on each of two threads (pinned to two CPUs), the
+/// producer's task sends 0..M through one bounded futures::channel::mpsc channel holding
+/// `capacity` messages to the consumer's task; compio's executor takes wake-ups from other
+/// threads (they wake its proactor). See common::run_xchannel.
+fn xchannel_bench(a: &Args, usage: &str) -> ! {
+    let o = common::xchannel_opts(a).unwrap_or_else(|e| common::usage_exit("xchannel", IMPL, &e, usage));
+    let (messages, capacity, place) = (o.messages, o.capacity, o.place);
+    // futures' bounded channel holds `buffer + number of senders` messages.
+    let (mut tx, mut rx) = futures::channel::mpsc::channel::<u64>((capacity - 1) as usize);
+    let mut r = micro_report("xchannel", place);
+    r.str("channel", "futures::channel::mpsc (two compio runtimes on two threads)")
+        .int("capacity", capacity);
+    common::run_xchannel(
+        r,
+        messages,
+        move |start| {
+            let rt = runtime("xchannel", "plain");
+            start();
+            run_micro(&rt, place, move || async move {
+                for i in 0..messages {
+                    if tx.send(i).await.is_err() {
+                        return false;
+                    }
+                }
+                true
+            })
+            .unwrap_or(false)
+        },
+        move |start| {
+            let rt = runtime("xchannel", "plain");
+            start();
+            run_micro(&rt, place, move || async move {
+                let mut got = common::Received::default();
+                while let Some(v) = rx.next().await {
+                    got.count += 1;
+                    got.sum = got.sum.wrapping_add(v);
+                }
+                got
+            })
+            .unwrap_or_default()
+        },
+    )
 }

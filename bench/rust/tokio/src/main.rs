@@ -37,6 +37,7 @@ fn main() {
         "spawn" => spawn_bench(&a, &u),
         "yield" => yield_bench(&a, &u),
         "channel" => channel_bench(&a, &u),
+        "xchannel" => xchannel_bench(&a, &u),
         _ => common::unknown_subcommand(&a, IMPL, &u),
     }
 }
@@ -347,4 +348,49 @@ fn channel_bench(a: &Args, usage: &str) -> ! {
         .int("pairs", pairs)
         .int("capacity", capacity);
     common::finish_micro(r, &m, received, messages * pairs, errors, first_error)
+}
+
+/// Cross-thread channel: a current_thread runtime on each of two threads (pinned to two
+/// CPUs), the producer's task sends 0..M through one bounded tokio::sync::mpsc channel of
+/// `capacity` messages to the consumer's task. See common::run_xchannel.
+fn xchannel_bench(a: &Args, usage: &str) -> ! {
+    let o = common::xchannel_opts(a).unwrap_or_else(|e| common::usage_exit("xchannel", IMPL, &e, usage));
+    let (messages, capacity, place) = (o.messages, o.capacity, o.place);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<u64>(capacity as usize);
+    let mut r = micro_report("xchannel", place);
+    r.str(
+        "channel",
+        "tokio::sync::mpsc (two current_thread runtimes on two threads)",
+    )
+    .int("capacity", capacity);
+    common::run_xchannel(
+        r,
+        messages,
+        move |start| {
+            let rt = runtime("xchannel", "plain");
+            start();
+            run_micro(&rt, place, move || async move {
+                for i in 0..messages {
+                    if tx.send(i).await.is_err() {
+                        return false;
+                    }
+                }
+                true
+            })
+            .unwrap_or(false)
+        },
+        move |start| {
+            let rt = runtime("xchannel", "plain");
+            start();
+            run_micro(&rt, place, move || async move {
+                let mut got = common::Received::default();
+                while let Some(v) = rx.recv().await {
+                    got.count += 1;
+                    got.sum = got.sum.wrapping_add(v);
+                }
+                got
+            })
+            .unwrap_or_default()
+        },
+    )
 }
