@@ -56,10 +56,14 @@ def I(name, cmd, **kw) -> Impl:  # noqa: E743 - short on purpose: one line per i
 @dataclass
 class Target:
     ringo: str
-    baseline: str
+    baseline: str                            # "" for a value target (below)
     min_ratio: float
     where: str = "every x"                   # "every x" | "max x"
     text: str = ""
+    # A value target instead of a ratio: the ringo row's per-run field (a CSV column such as
+    # loop_syscalls_per_op, the median over its runs) must be at most max_value at every x.
+    field: str = ""
+    max_value: float | None = None
 
 
 @dataclass
@@ -114,6 +118,11 @@ RINGO_PINGPONG = "pingpong_ringo"         # bench/ringo: --mode ringo|ringo-fixe
 RINGO_PIPES = "pipes_ringo"               # bench/ringo: --mode ringo, else as bench_pipes
 RINGO_MICRO = "bench_ringo_micro"         # placeholder: the Rust baselines' subcommands, plus nop
 MONOIO, COMPIO, TOKIO = "ringo-bench-monoio", "ringo-bench-compio", "ringo-bench-tokio"
+# monoio's cross-thread wake-ups need its `sync` feature, built into a separate binary (bench/rust/README.md)
+MONOIO_XTHREAD = "ringo-bench-monoio-xthread"
+
+# Size of the storage figures' test file per profile (--file-size-mib overrides it).
+FILE_SIZE = {"quick": 256 << 20, "full": 1 << 30}
 
 # Common storage arguments; {offsets_arg} is "--offsets FILE" for random patterns, else empty.
 STORAGE_ARGS = "{mode} --file {file} --bs {bs} --qd {qd} --seconds {seconds} {offsets_arg}"
@@ -129,7 +138,7 @@ def direct_tag(impl: Impl) -> bool:
 
 
 def quick_disk(impl: Impl) -> bool:
-    """Quick profile, disk tier: the O_DIRECT rows only (and one libaio submit mode)."""
+    """Only the O_DIRECT rows (and one libaio submit mode): used for the disk tier of the quick profile."""
     return direct_tag(impl) and "per-io" not in impl.name
 
 
@@ -278,8 +287,14 @@ MICRO_SUBS = {
 }
 
 
-def _micro(binary: str, subs=("spawn", "yield", "channel", "channel-pairs")) -> dict:
-    return {s: f"<{binary}> " + MICRO_SUBS[s] for s in subs}
+def _micro(binary: str, subs=("spawn", "yield", "channel", "channel-pairs"), xthread: str | None = None) -> dict:
+    """The subcommands of one micro-benchmark program; `xthread` adds the cross-thread channel
+    (one producer runtime/thread, one consumer runtime/thread on another CPU, bounded channel of
+    1024) from that binary."""
+    cmds = {s: f"<{binary}> " + MICRO_SUBS[s] for s in subs}
+    if xthread:
+        cmds["xthread-channel"] = f"<{xthread}> xchannel --messages {{count}} --capacity 1024"
+    return cmds
 
 
 def _micro_impls() -> list[Impl]:
@@ -290,10 +305,10 @@ def _micro_impls() -> list[Impl]:
     return [
         I("ringo", ringo),
         I("liburing", {"nop": "<bench_micro_uring> nop --count {count}"}),
-        I("asio", _micro("bench_asio_micro")),
-        I("monoio", _micro(MONOIO)),
-        I("compio", _micro(COMPIO)),
-        I("tokio", _micro(TOKIO)),
+        I("asio", _micro("bench_asio_micro", xthread="bench_asio_micro")),
+        I("monoio", _micro(MONOIO, xthread=MONOIO_XTHREAD)),
+        I("compio", _micro(COMPIO, xthread=COMPIO)),
+        I("tokio", _micro(TOKIO, xthread=TOKIO)),
     ]
 
 
@@ -353,7 +368,9 @@ FIGURES: list[Figure] = [
          "full": dict(points=[{"x": "1x100000", "conns": 1, "msgs": 100000},
                               {"x": "500x500", "conns": 500, "msgs": 500}], warmup_seconds=0, reps=5)},
         plot="bars",
-        targets=[Target("ringo recv/send", "io_uring recv/send", 1.0, "every x", "at least raw io_uring recv/send")]),
+        targets=[Target("ringo recv/send", "io_uring recv/send", 1.0, "every x", "at least raw io_uring recv/send"),
+                 Target("ringo recv/send", "", 0, "every x", "at most 2 event-loop syscalls per round trip",
+                        field="loop_syscalls_per_op", max_value=2.0)]),
     Figure(
         "pipes", "Pipes: 128 pipes x 256 rounds (seed 002)", "pipes", "pipes at read time",
         RUN_MS, _pipes_impls(),

@@ -28,7 +28,8 @@ COST = {
     "pingpong": ("CPU µs per round trip · syscalls per round trip · event-loop syscalls per round trip",
                  ["cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op"]),
     "pipes": ("syscalls per operation · event-loop syscalls per round", ["syscalls_per_op", "loop_syscalls_per_op"]),
-    "micro": ("ns per operation · cross-thread wake-ups per operation", ["ns_per_op", "wakeups_per_op"]),
+    "micro": ("ns per operation · syscalls per operation · cross-thread wake-ups per operation",
+              ["ns_per_op", "syscalls_per_op", "wakeups_per_op"]),
 }
 
 
@@ -364,6 +365,19 @@ def _figure_section(res: dict) -> list[str]:
                 rows.append(row)
             L += _table([xl] + [_x_head(res, x) for x in xs], rows)
             L.append("")
+        # bandwidth next to IOPS (sync vs async)
+        if res["kind"] == "syncasync" and any(r.get("mib_s") is not None for r in res["rows"] if r["panel"] == pname):
+            L.append(f"Bandwidth in MiB/s{where} (median of the runs' bytes / seconds):")
+            L.append("")
+            rows = []
+            for name in names:
+                row = [name]
+                for x in xs:
+                    r = _cell(res, pname, x, name)
+                    row.append(fnum(r.get("mib_s")) if r and r["status"] == "ok" else "")
+                rows.append(row)
+            L += _table([xl] + [_x_head(res, x) for x in xs], rows)
+            L.append("")
         # latency
         if res["kind"] in ("syncasync", "echo"):
             L.append(f"Latency p50 / p99 in µs{where}" +
@@ -480,6 +494,9 @@ def _targets_section(res) -> list[str]:
             present = {r["impl"] for r in res["rows"] if r["panel"] == pname}
             if t["ringo"] not in present and t["baseline"] not in present:
                 continue  # neither runs on this tier in this profile
+            if t.get("field"):
+                rows.append(_value_target_row(res, t, pname, xs))
+                continue
             pairs = []
             for x in xs:
                 a, b = _cell(res, pname, x, t["ringo"]), _cell(res, pname, x, t["baseline"])
@@ -506,6 +523,107 @@ def _targets_section(res) -> list[str]:
             rows.append([label, status, f"{worst[1]:.2f}x at {_x_head(res, worst[0])} (needs {t['min_ratio']:.2f}x; "
                                         f"spread ringo, baseline: {spread})"])
     L += _table(["target", "status", "worst"], rows)
+    L.append("")
+    return L
+
+
+def _value_target_row(res, t, pname, xs) -> list[str]:
+    """A target on one of the ringo row's own per-run values (median over its runs), e.g. at most
+    2 event-loop syscalls per round trip: met when it holds at every x with a value."""
+    label = f"{t['ringo']}: {t['text']}" + (f" ({pname})" if pname else "")
+    vals = []
+    for x in xs:
+        r = _cell(res, pname, x, t["ringo"])
+        if r and r["status"] == "ok" and r.get(t["field"]) is not None:
+            vals.append((x, r[t["field"]]))
+    if not vals:
+        return [label, "no data", f"no {t['field']} in the ringo runs"]
+    worst = max(vals, key=lambda p: p[1])
+    ok = all(v <= t["max_value"] for _, v in vals)
+    return [label, "met" if ok else "**not met**",
+            f"{fnum(worst[1])} at {_x_head(res, worst[0])} (needs at most {fnum(t['max_value'])}; "
+            f"{t['field']}, median of the runs)"]
+
+
+def _short_list(v) -> str:
+    v = list(v)
+    if all(isinstance(x, int) for x in v):
+        return ", ".join(f"{x:,}" for x in v)
+    return ", ".join(str(x) for x in v)
+
+
+def _points_by_panel(prof: dict, key: str) -> dict:
+    out: dict = {}
+    for p in prof.get("points", []):
+        out.setdefault(p.get("panel", ""), []).append(p.get(key, p["x"]))
+    return out
+
+
+def quick_reductions(fig_name: str) -> list[str]:
+    """What the quick profile of one figure leaves out or shrinks compared with the full one, read
+    from registry.py (so the report cannot drift from what was run)."""
+    try:
+        import registry
+        fig = registry.figure(fig_name)
+    except (ImportError, KeyError):
+        return []
+    q, f = fig.profiles.get("quick", {}), fig.profiles.get("full", {})
+    out = []
+    if q.get("xs") != f.get("xs") and q.get("xs") and f.get("xs"):
+        lab = "QD" if fig.x_label == "queue depth" else fig.x_label
+        out.append(f"{lab} {_short_list(q['xs'])} only (full: {_short_list(f['xs'])})")
+    if fig.kind == "syncasync":
+        qx = [p["x"] for p in q.get("points", [])]
+        fx = [p["x"] for p in f.get("points", [])]
+        if qx != fx:
+            miss = sorted({p.split()[0] for p in fx} - {p.split()[0] for p in qx})
+            out.append(f"workloads {', '.join(sorted({p.split()[0] for p in qx}))} only "
+                       f"(full adds {', '.join(miss)})")
+    elif q.get("points") and f.get("points") and q["points"] != f["points"]:
+        qp, fp = _points_by_panel(q, "count"), _points_by_panel(f, "count")
+        groups: dict = {}  # panels with the same reduction are named together
+        for panel in fp:
+            if qp.get(panel) != fp[panel]:
+                groups.setdefault((tuple(qp.get(panel, [])), tuple(fp[panel])), []).append(panel or "points")
+        for (ql, fl), panels in groups.items():
+            out.append(f"{', '.join(panels)}: {fig.x_label if len(panels) > 1 else ''}"
+                       .replace(": count", ": counts").rstrip() + f" {_short_list(ql)} (full: {_short_list(fl)})")
+        qm = {p.get("messages") for p in q["points"] if p.get("messages")}
+        fm = {p.get("messages") for p in f["points"] if p.get("messages")}
+        if qm and fm and qm != fm:
+            out.append(f"messages per pair {_short_list(sorted(qm))} (full: {_short_list(sorted(fm))})")
+    for key, text in (("seconds", "{} s per run (full: {} s)"), ("warmup_seconds", "{} s warm-up (full: {} s)"),
+                      ("reps", "median of {} runs (full: {})")):
+        if q.get(key) != f.get(key) and q.get(key) is not None and f.get(key) is not None:
+            out.append(text.format(q[key], f[key]))
+    if fig.storage:
+        qs, fs = registry.FILE_SIZE["quick"], registry.FILE_SIZE["full"]
+        if qs != fs:
+            def size(b):
+                return f"{b >> 30} GiB" if b >= 1 << 30 and b % (1 << 30) == 0 else f"{b >> 20} MiB"
+            out.append(f"test file {size(qs)} (full: {size(fs)})")
+        if q.get("tiers") != f.get("tiers"):
+            out.append(f"tiers {', '.join(q.get('tiers', []))} (full: {', '.join(f.get('tiers', []))})")
+        for tier, flt in q.get("tier_filter", {}).items():
+            doc = (flt.__doc__ or "").strip().split(":")[0].rstrip(".")
+            out.append(f"{tier} tier: " + (doc[0].lower() + doc[1:] if doc else "some rows only"))
+    full_only = [i.name for i in fig.impls if "quick" not in i.profiles and "full" in i.profiles]
+    if full_only:
+        out.append("rows run only in the full profile: " + ", ".join(full_only))
+    return out
+
+
+def _reductions_section(figs) -> list[str]:
+    quick = [r for r in figs if r.get("profile") == "quick"]
+    if not quick:
+        return []
+    L = ["## What the quick profile leaves out", "",
+         "The quick profile is a reduced run (`scripts/bench --full` runs everything at full size). "
+         "For the figures below it differs from the full profile in:", ""]
+    for res in quick:
+        red = quick_reductions(res["figure"])
+        if red:
+            L.append(f"- **{res['title']}** (`{res['figure']}`): " + "; ".join(red) + ".")
     L.append("")
     return L
 
@@ -561,8 +679,12 @@ def write_all(results_dir: str, log=print) -> str:
         "- Storage figures run on two tiers: **loop** (a loop device on /dev/shm: stable, measures the "
         "software cost per I/O) and **disk** (a file on the machine's real disk, here a noisy virtio disk).",
         "- Ratios are ringo's speed-up over each baseline at the same point (> 1 = ringo better).",
+        "- \"–\" means the program does not report that value. The Rust baselines (Monoio, Compio, Tokio), "
+        "the Asio programs and fio report no syscall counts: nothing counts their calls without slowing them "
+        "down (see bench/driver/README.md, \"Syscall counts\").",
         "",
     ]
+    L += _reductions_section(figs)
     if figs:
         L.append("Figures: " + ", ".join(f"[{r['title']}](#{_anchor(r)})" for r in figs) + ".")
         L.append("")

@@ -35,7 +35,7 @@ import registry  # noqa: E402
 import report  # noqa: E402
 import tiers as tiers_mod  # noqa: E402
 
-FILE_SIZE = {"quick": 256 << 20, "full": 1 << 30}
+FILE_SIZE = registry.FILE_SIZE
 BIN_RE = re.compile(r"<([A-Za-z0-9_.+-]+)>")
 
 
