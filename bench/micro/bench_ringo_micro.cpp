@@ -6,7 +6,8 @@
 //   bench_ringo_micro timeouts --count N     pending with_timeout waits: memory, timers, arm+disarm cost
 //   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]   spawn+join across a RuntimePool
 //   bench_ringo_micro pool-switch --count N   one task hopping between two pool runtimes (switch_to)
-// Channels come with the channels issue; until then `channel` reports ok:false, unsupported.
+//   bench_ringo_micro channel --messages M --pairs P [--capacity C]   P producer/consumer pairs on one runtime
+//   bench_ringo_micro xchannel --messages M [--capacity C]   producer on one pool runtime, consumer on the other
 #include <ringo/ringo.hpp>
 
 #include <malloc.h>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -129,6 +131,85 @@ ringo::Task<long> arm_disarm(long n, double& ns_with, double& ns_without) {
     ns_without = std::chrono::duration<double, std::nano>(t1 - t0).count() / double(n);
     ns_with = std::chrono::duration<double, std::nano>(t2 - t1).count() / double(n);
     co_return ok;
+}
+
+// channel: P pairs, each its own Channel<uint64_t>(capacity); each producer sends 0..M and
+// closes, each consumer counts and sums (checked), as the Rust baselines do.
+struct PairResult {
+    long received = 0;
+    long errors = 0;
+};
+ringo::Task<void> channel_producer(ringo::Channel<std::uint64_t>& ch, long m, long& errors) {
+    for (long i = 0; i < m; ++i)
+        if (co_await ch.send(static_cast<std::uint64_t>(i)) != 0)
+            ++errors;
+    ch.close();
+}
+ringo::Task<void> channel_consumer(ringo::Channel<std::uint64_t>& ch, long m, PairResult& r) {
+    std::uint64_t n = 0, sum = 0;
+    while (auto v = co_await ch.recv()) {
+        ++n;
+        sum += *v;
+    }
+    r.received += static_cast<long>(n);
+    if (n != static_cast<std::uint64_t>(m) || sum != static_cast<std::uint64_t>(m) * static_cast<std::uint64_t>(m - 1) / 2)
+        ++r.errors;
+}
+ringo::Task<long> channel_pairs(long m, long pairs, long capacity, long& errors) {
+    std::vector<std::unique_ptr<ringo::Channel<std::uint64_t>>> chans;
+    std::vector<ringo::JoinHandle<void>> hs;
+    PairResult r;
+    for (long p = 0; p < pairs; ++p) {
+        chans.push_back(std::make_unique<ringo::Channel<std::uint64_t>>(static_cast<std::size_t>(capacity)));
+        hs.push_back(ringo::spawn(channel_producer(*chans.back(), m, r.errors)));
+        hs.push_back(ringo::spawn(channel_consumer(*chans.back(), m, r)));
+    }
+    for (auto& h : hs)
+        co_await h;
+    errors = r.errors;
+    co_return r.received;
+}
+
+// xchannel: one producer task on runtime 0 of a two-runtime pool, one consumer on runtime 1,
+// M messages through one Channel<uint64_t>(capacity). Reports messages per second and the
+// wake-ups (MSG_RING SQEs or system calls) the runtimes received per message.
+int xchannel_main(long m, long capacity) {
+    ringo::RuntimePool pool(2);
+    ringo::Channel<std::uint64_t> ch(static_cast<std::size_t>(capacity));
+    auto wake_sum = [](const std::vector<ringo::RuntimeStats>& v) {
+        ringo::RuntimeStats t;
+        for (const auto& s : v) {
+            t.enters += s.enters;
+            t.wakeups += s.wakeups;
+            t.wakeups_by_sqe += s.wakeups_by_sqe;
+        }
+        return t;
+    };
+    auto st0 = wake_sum(pool.stats());
+    long errors = 0;
+    PairResult r;
+    double c0 = cpu_seconds();
+    auto t0 = std::chrono::steady_clock::now();
+    auto consumer = pool.spawn_on(1, channel_consumer(ch, m, r));
+    auto producer = pool.spawn_on(0, channel_producer(ch, m, errors));
+    producer.join();
+    consumer.join();
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double cpu = cpu_seconds() - c0;
+    auto st1 = wake_sum(pool.stats());
+    pool.shutdown();
+    errors += r.errors;
+    bool good = errors == 0 && r.received == m;
+    auto d = [&](std::uint64_t ringo::RuntimeStats::*f) { return static_cast<unsigned long long>(st1.*f - st0.*f); };
+    std::printf("{\"bench\":\"xchannel\",\"impl\":\"ringo\",\"variant\":\"plain\",\"threads\":2,\"messages\":%ld,"
+                "\"capacity\":%ld,\"count\":%ld,\"ops\":%ld,\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,"
+                "\"ns_per_op\":%.3f,\"messages_per_second\":%.0f,\"wakeups\":%llu,\"wakeups_by_sqe\":%llu,"
+                "\"wakeups_per_op\":%.4f,\"syscalls\":%llu,\"syscalls_per_op\":%.4f,\"errors\":%ld,\"ok\":%s}\n",
+                m, capacity, m, r.received, secs, cpu, secs * 1e9 / double(m), double(m) / secs,
+                d(&ringo::RuntimeStats::wakeups), d(&ringo::RuntimeStats::wakeups_by_sqe),
+                double(d(&ringo::RuntimeStats::wakeups)) / double(m), d(&ringo::RuntimeStats::enters),
+                double(d(&ringo::RuntimeStats::enters)) / double(m), errors, good ? "true" : "false");
+    return good ? 0 : 1;
 }
 
 // pool-spawn: a driver task on runtime 0 of a RuntimePool spawns empty tasks round robin
@@ -266,7 +347,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[1]) == "pool-switch")
         return pool_switch_main(argc, argv);
     std::string sub = argv[1];
-    long count = -1, batch = 32;
+    long count = -1, batch = 32, pairs = 1, capacity = 1024;
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         if (i + 1 >= argc)
@@ -279,18 +360,17 @@ int main(int argc, char** argv) {
             count = v;
         else if (a == "--batch")
             batch = v;
-        else if (a == "--pairs" || a == "--capacity")
-            continue;
+        else if (a == "--pairs")
+            pairs = v;
+        else if (a == "--capacity")
+            capacity = v;
         else
             usage(("unknown option " + a).c_str());
     }
-    if (sub == "channel" || sub == "xchannel") {
-        std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"ok\":false,\"unsupported\":true,"
-                    "\"error\":\"unsupported: ringo channels are not built yet\"}\n", sub.c_str());
-        return 1;
-    }
     if (count <= 0)
         usage("--count N is required");
+    if (sub == "xchannel")
+        return xchannel_main(count, capacity);
     if (sub == "timeouts") {
         int sv[2];
         if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
@@ -323,6 +403,13 @@ int main(int argc, char** argv) {
         ok = rt.block_on(yield_loop(count));
     else if (sub == "nop")
         ok = rt.block_on(nop_loop(count));
+    else if (sub == "channel") {
+        ops = count * pairs;
+        long errors = 0;
+        ok = rt.block_on(channel_pairs(count, pairs, capacity, errors));
+        if (errors)
+            ok = -errors;
+    }
     else if (sub == "when-all-nop") {
         ops = (count + batch - 1) / batch * batch;
         ok = rt.block_on(when_all_loop(count, batch));

@@ -90,79 +90,108 @@ public:
     public:
         template <class U>
         SendAwaiter(Channel* ch, U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>)
-            : SendNode(ch->lock_, std::forward<U>(v)), ch_(ch) {
-            this->cancel_fn = &on_cancel;
-        }
-        SendAwaiter(SendAwaiter&& o) noexcept : SendNode(std::move(o)), ch_(o.ch_) { this->cancel_fn = &on_cancel; }
+            : SendNode(ch->lock_, std::forward<U>(v)), ch_(ch) {}
+        SendAwaiter(SendAwaiter&& o) noexcept : SendNode(std::move(o)), ch_(o.ch_) {}
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
-            this->ctx = detail::ctx_of_or_dummy(h);
-            if (this->ctx->cancelled) [[unlikely]] {
+            detail::CancelCtx* c = detail::ctx_of_or_dummy(h);
+            if (c->cancelled) [[unlikely]] {
                 this->res = -ECANCELED;
                 return false;
             }
-            Channel& c = *ch_;
-            c.lock_.lock();
-            int r = c.send_locked(this->value);
-            if (r <= 0) [[likely]] { // done; send_locked released the lock
-                this->res = r;
+            Channel& ch = *ch_;
+            ch.lock_.lock();
+            if (ch.count_ < ch.cap_ && ch.recv_waiters_.empty() && !ch.closed_) [[likely]] { // room, nobody waits
+                new (ch.slot(ch.count_)) T(std::move(this->value));
+                ++ch.count_;
+                ch.lock_.unlock();
+                this->res = 0;
                 return false;
             }
-            Runtime* rt = detail::t_current;
-            if (!rt) [[unlikely]] {
-                c.lock_.unlock();
-                throw std::logic_error("ringo: Channel::send would wait outside a runtime; use send_blocking");
-            }
-            this->link(c.send_waiters_, h, *rt);
-            c.lock_.unlock();
-            this->registered();
-            return true;
+            return suspend_slow(h, c);
         }
         /// 0, -EPIPE (closed) or -ECANCELED.
         int await_resume() noexcept {
-            if (this->suspended)
+            if (this->suspended) [[unlikely]]
                 this->finished();
             return this->res;
         }
 
     private:
+        // The lock is held.
+        [[gnu::noinline]] bool suspend_slow(std::coroutine_handle<> h, detail::CancelCtx* c) {
+            Channel& ch = *ch_;
+            int r = ch.send_locked(this->value);
+            if (r <= 0) { // done; send_locked released the lock
+                this->res = r;
+                return false;
+            }
+            Runtime* rt = detail::t_current;
+            if (!rt) [[unlikely]] {
+                ch.lock_.unlock();
+                throw std::logic_error("ringo: Channel::send would wait outside a runtime; use send_blocking");
+            }
+            this->link(ch.send_waiters_, h, *rt);
+            ch.lock_.unlock();
+            this->cancel_fn = &on_cancel;
+            this->ctx = c;
+            this->registered();
+            return true;
+        }
         static void on_cancel(detail::Waitable* w) noexcept { static_cast<SendAwaiter*>(w)->cancel_linked(); }
         Channel* ch_;
     };
 
     class RecvAwaiter : RecvNode {
     public:
-        explicit RecvAwaiter(Channel* ch) noexcept : RecvNode(ch->lock_), ch_(ch) { this->cancel_fn = &on_cancel; }
-        RecvAwaiter(RecvAwaiter&& o) noexcept : RecvNode(std::move(o)), ch_(o.ch_) { this->cancel_fn = &on_cancel; }
+        explicit RecvAwaiter(Channel* ch) noexcept : RecvNode(ch->lock_), ch_(ch) {}
+        RecvAwaiter(RecvAwaiter&& o) noexcept : RecvNode(std::move(o)), ch_(o.ch_) {}
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
-            this->ctx = detail::ctx_of_or_dummy(h);
-            if (this->ctx->cancelled) [[unlikely]]
+            detail::CancelCtx* c = detail::ctx_of_or_dummy(h);
+            if (c->cancelled) [[unlikely]]
                 return false;
-            Channel& c = *ch_;
-            c.lock_.lock();
-            if (c.recv_locked(this->value)) [[likely]] // done; the lock was released
+            Channel& ch = *ch_;
+            ch.lock_.lock();
+            if (ch.count_ > 0 && ch.send_waiters_.empty()) [[likely]] { // a value, nobody to move up
+                T* p = ch.buf_ + ch.head_;
+                this->value.emplace(std::move(*p));
+                p->~T();
+                if (++ch.head_ == ch.cap_)
+                    ch.head_ = 0;
+                --ch.count_;
+                ch.lock_.unlock();
                 return false;
-            Runtime* rt = detail::t_current;
-            if (!rt) [[unlikely]] {
-                c.lock_.unlock();
-                throw std::logic_error("ringo: Channel::recv would wait outside a runtime; use recv_blocking");
             }
-            this->link(c.recv_waiters_, h, *rt);
-            c.lock_.unlock();
-            this->registered();
-            return true;
+            return suspend_slow(h, c);
         }
         /// The value, or std::nullopt (closed and empty, or cancelled while waiting).
         std::optional<T> await_resume() noexcept {
-            if (this->suspended)
+            if (this->suspended) [[unlikely]]
                 this->finished();
             return std::move(this->value);
         }
 
     private:
+        // The lock is held.
+        [[gnu::noinline]] bool suspend_slow(std::coroutine_handle<> h, detail::CancelCtx* c) {
+            Channel& ch = *ch_;
+            if (ch.recv_locked(this->value)) // done; the lock was released
+                return false;
+            Runtime* rt = detail::t_current;
+            if (!rt) [[unlikely]] {
+                ch.lock_.unlock();
+                throw std::logic_error("ringo: Channel::recv would wait outside a runtime; use recv_blocking");
+            }
+            this->link(ch.recv_waiters_, h, *rt);
+            ch.lock_.unlock();
+            this->cancel_fn = &on_cancel;
+            this->ctx = c;
+            this->registered();
+            return true;
+        }
         static void on_cancel(detail::Waitable* w) noexcept { static_cast<RecvAwaiter*>(w)->cancel_linked(); }
         Channel* ch_;
     };

@@ -35,6 +35,7 @@ public:
             e.lock_.lock();
             if (e.set_) {
                 e.lock_.unlock();
+                res = 0;
                 return false;
             }
             Runtime* r = detail::t_current;

@@ -72,6 +72,7 @@ public:
             if (!m.locked_) [[likely]] {
                 m.locked_ = true;
                 m.lock_.unlock();
+                res = 0;
                 return false;
             }
             Runtime* r = detail::t_current;

@@ -63,6 +63,7 @@ public:
             if (s.waiters_.empty() && s.count_ >= need) [[likely]] {
                 s.count_ -= need;
                 s.lock_.unlock();
+                res = 0;
                 return false;
             }
             Runtime* r = detail::t_current;

@@ -37,6 +37,7 @@ public:
             g.lock_.lock();
             if (g.count_ == 0) {
                 g.lock_.unlock();
+                res = 0;
                 return false;
             }
             Runtime* r = detail::t_current;

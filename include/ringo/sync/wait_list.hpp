@@ -69,22 +69,26 @@ struct ThreadParker {
 
 /// One waiter of a primitive: a suspended coroutine (with its runtime) or a parked thread.
 /// Lives in the waiter's frame (or stack); linked into the primitive's WaitList while it
-/// waits. The list links are guarded by the primitive's lock; `linked` is written under it
-/// too, and may be read without it by the waiter's own thread (a waiter that a waker has
-/// taken out is never linked again, so "not linked" is final).
+/// waits. The fields are set when it is linked (an awaiter that completes at once never
+/// touches them). The list links are guarded by the primitive's lock; `linked` is written
+/// under it too, and may be read without it by the waiter's own thread (a waiter that a
+/// waker has taken out is never linked again, so "not linked" is final).
 struct SyncWaiter : Waitable {
-    SyncWaiter* next = nullptr;
-    SyncWaiter* prev = nullptr;
-    std::coroutine_handle<> h{};
-    Runtime* rt = nullptr;          // the runtime that resumes `h`
-    ThreadParker* parker = nullptr; // set instead for a plain thread
-    int res = 0;                    // what the wait ends with
-    std::atomic<bool> linked{false};
+    SyncWaiter* next;
+    SyncWaiter* prev;
+    std::coroutine_handle<> h;
+    Runtime* rt;          // the runtime that resumes `h`
+    ThreadParker* parker; // set instead for a plain thread
+    int res;              // what the wait ends with
+    bool linked;          // through set_linked / is_linked only
 
-    SyncWaiter() noexcept = default;
+    SyncWaiter() noexcept {}
     SyncWaiter(const SyncWaiter&) = delete;
     SyncWaiter& operator=(const SyncWaiter&) = delete;
-    [[nodiscard]] bool is_linked() const noexcept { return linked.load(std::memory_order_acquire); }
+    [[nodiscard]] bool is_linked() const noexcept {
+        return std::atomic_ref<bool>(const_cast<bool&>(linked)).load(std::memory_order_acquire);
+    }
+    void set_linked(bool v) noexcept { std::atomic_ref<bool>(linked).store(v, std::memory_order_release); }
 };
 
 /// An intrusive FIFO of waiters (no allocation). Guarded by the owning primitive's lock.
@@ -100,7 +104,7 @@ public:
         else
             head_ = w;
         tail_ = w;
-        w->linked.store(true, std::memory_order_relaxed);
+        w->set_linked(true);
     }
     void remove(SyncWaiter* w) noexcept {
         if (w->prev)
@@ -112,7 +116,7 @@ public:
         else
             tail_ = w->prev;
         w->next = w->prev = nullptr;
-        w->linked.store(false, std::memory_order_release);
+        w->set_linked(false);
     }
     SyncWaiter* pop_front() noexcept {
         SyncWaiter* w = head_;
@@ -125,7 +129,7 @@ public:
     SyncWaiter* take_all() noexcept {
         SyncWaiter* all = head_;
         for (SyncWaiter* w = head_; w; w = w->next)
-            w->linked.store(false, std::memory_order_release);
+            w->set_linked(false);
         head_ = tail_ = nullptr;
         return all;
     }
@@ -191,8 +195,8 @@ inline void check_blocking_allowed(const char* what) {
 /// frame is destroyed mid-wait (its runtime was torn down).
 struct WaitNode : SyncWaiter {
     SpinLock* lock;
-    WaitList* list = nullptr; // the list it was linked into
-    CancelCtx* ctx = nullptr;
+    WaitList* list;  // the list it was linked into
+    CancelCtx* ctx;  // set by the awaiter before registered()
     bool suspended = false;
 
     explicit WaitNode(SpinLock& l) noexcept : lock(&l) {}
@@ -208,16 +212,20 @@ struct WaitNode : SyncWaiter {
                 list->remove(this);
         }
     }
-    /// Under the lock: queue this node in `l` for coroutine `hh` resumed by `r`.
+    /// Under the lock: queue this node in `l` for coroutine `hh` resumed by `r`; the wait
+    /// ends with res 0 unless whoever ends it says otherwise.
     void link(WaitList& l, std::coroutine_handle<> hh, Runtime& r) noexcept {
         h = hh;
         rt = &r;
+        parker = nullptr;
+        res = 0;
         list = &l;
         l.push_back(this);
     }
     /// Under the lock: queue this node in `l` for a thread parked in `p`.
     void link_thread(WaitList& l, ThreadParker& p) noexcept {
         parker = &p;
+        res = 0;
         list = &l;
         l.push_back(this);
     }
