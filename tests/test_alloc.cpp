@@ -68,6 +68,47 @@ TEST(Allocation, SpawnAllocatesOnlyTheFrame) {
     EXPECT_EQ(c.heap, ringo::detail::frame_pool_enabled ? 0 : 1000);
 }
 
+TEST(Allocation, ChannelMessagesAllocateNothing) {
+    // A channel with capacity allocates its buffer once; a message (buffered, handed to a
+    // waiting receiver, or taken from a waiting sender) allocates nothing, and neither does
+    // a wait on a Mutex, Semaphore or Event.
+    ringo::Runtime rt;
+    long during = rt.block_on([]() -> Task<long> {
+        ringo::Channel<long> ch(8);
+        ringo::Mutex m;
+        ringo::Semaphore sem(0);
+        ringo::Event ev;
+        auto consumer = [](ringo::Channel<long>& c, ringo::Semaphore& s) -> Task<void> {
+            long sum = 0;
+            while (auto v = co_await c.recv()) {
+                sum += *v;
+                if (*v % 100 == 0)
+                    (void)s.release();
+            }
+            EXPECT_GT(sum, 0);
+        };
+        auto h = ringo::spawn(consumer(ch, sem)); // its frame is allocated here, before counting
+        co_await ringo::yield();
+        EXPECT_EQ(co_await ch.send(1), 0); // warm up
+        long before = g_allocs.load();
+        for (long i = 2; i <= 5000; ++i) {
+            EXPECT_EQ(co_await ch.send(i), 0); // some buffered, some handed over, some waiting for room
+            if (i % 100 == 0) {
+                EXPECT_EQ(co_await sem.acquire(), 0);
+                auto g = co_await m.scoped_lock();
+                ev.set();
+                EXPECT_EQ(co_await ev.wait(), 0);
+                ev.reset();
+            }
+        }
+        long after = g_allocs.load();
+        ch.close();
+        co_await h;
+        co_return after - before;
+    }());
+    EXPECT_EQ(during, 0);
+}
+
 TEST(Allocation, FrameCacheIsBounded) {
     if (!ringo::detail::frame_pool_enabled)
         GTEST_SKIP() << "frame cache disabled in sanitizer builds";
