@@ -21,18 +21,6 @@ using ringo::Task;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
 template <class F>
 auto run(F f) {
     Runtime rt;
@@ -486,6 +474,32 @@ TEST(Channel, ManyMessagesAcrossRuntimesAndThreadsNothingLostOrDuplicated) {
         missing += s.load() == 0;
     EXPECT_EQ(missing, 0);
     (void)consumers;
+}
+
+TEST(Channel, PoolShutdownNowCancelsTasksWaitingOnAChannel) {
+    Channel<int> empty(4), full(1);
+    ASSERT_EQ(full.try_send(1), 0);
+    std::atomic<int> ended{0};
+    {
+        ringo::RuntimePool pool(2);
+        for (int i = 0; i < 6; ++i)
+            pool.spawn([](Channel<int>& c, std::atomic<int>& e) -> Task<void> {
+                auto v = co_await c.recv(); // nothing ever comes
+                EXPECT_FALSE(v.has_value());
+                e.fetch_add(1);
+            }(empty, ended)).detach();
+        for (int i = 0; i < 2; ++i)
+            pool.spawn([](Channel<int>& c, std::atomic<int>& e) -> Task<void> {
+                EXPECT_EQ(co_await c.send(9), -ECANCELED); // never any room
+                e.fetch_add(1);
+            }(full, ended)).detach();
+        std::this_thread::sleep_for(20ms); // everyone is waiting by now
+        EXPECT_EQ(ended.load(), 0);
+        pool.shutdown_now();
+    }
+    EXPECT_EQ(ended.load(), 8);
+    EXPECT_FALSE(empty.is_closed());
+    EXPECT_EQ(full.size(), 1u); // the cancelled sends sent nothing
 }
 
 // 100 000 rounds of start-then-cancel on a channel recv while another thread sends: each
