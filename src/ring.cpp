@@ -61,12 +61,17 @@ bool degrade(std::uint32_t& flags) {
 }
 
 std::string describe_setup_error(int err, const RingParams& p, std::uint32_t flags) {
-    std::string msg = "ringo: io_uring_setup(sq_entries=" + std::to_string(p.sq_entries) +
-                      ", flags=" + setup_flags_to_string(flags) + ") failed";
+    std::string msg = "ringo: io_uring_setup(sq_entries=" + std::to_string(p.sq_entries);
+    if (p.cq_entries)
+        msg += ", cq_entries=" + std::to_string(p.cq_entries);
+    msg += ", flags=" + setup_flags_to_string(flags) + ") failed";
     switch (err) {
     case ENOMEM:
-        msg += ": out of memory for the rings (RLIMIT_MEMLOCK or memory cgroup limit too low "
-               "for this ring size; try fewer entries)";
+        // Kernels before 5.12 charge the rings to RLIMIT_MEMLOCK; newer ones to the memory
+        // cgroup. Mapping them into this process can also hit RLIMIT_AS.
+        msg += ": out of memory for the rings: this ring is too large for RLIMIT_MEMLOCK "
+               "(kernels before 5.12), the memory cgroup limit or RLIMIT_AS; ask for fewer entries "
+               "or raise the limit";
         break;
     case EPERM:
         msg += ": not permitted (SQPOLL may need privileges, or io_uring is disabled by "
@@ -151,7 +156,9 @@ Ring::Ring(const RingParams& params) {
     for (;;) {
         io_uring_params p = attempt.to_params();
         int ret;
-        if (attempt.flags & params.reject_flags_for_testing)
+        if (params.setup_errno_for_testing > 0)
+            ret = -params.setup_errno_for_testing;
+        else if (attempt.flags & params.reject_flags_for_testing)
             ret = -EINVAL;
         else
             ret = io_uring_queue_init_params(params.sq_entries, &ring_, &p);

@@ -471,6 +471,20 @@ void Runtime::reap_without_resuming() {
     });
 }
 
+void Runtime::reap_overflow() {
+    // The CQ filled up and the kernel keeps the completions that did not fit in its overflow
+    // list (IORING_FEAT_NODROP). Back-pressure: an enter with GETEVENTS moves them into the CQ
+    // as room allows; reap and repeat until the list is empty.
+    do {
+        ++backpressure_;
+        submit_or_throw(0, true);
+        unsigned n = ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
+        cqes_ += n;
+        if (n == 0) // nothing moved in (cannot happen with an empty CQ); the loop's next enter retries
+            break;
+    } while (ring_.cq_overflowed());
+}
+
 void Runtime::handle_submit_error(int r) {
     switch (-r) {
     case EINTR:

@@ -5,7 +5,10 @@
 #include <sys/socket.h>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <system_error>
 
@@ -162,6 +165,99 @@ TEST(Options, LowMemlockLimitGivesSetupErrorNotCrash) {
         EXPECT_NE(std::string(e.what()).find("RLIMIT_MEMLOCK"), std::string::npos);
     }
     ::setrlimit(RLIMIT_MEMLOCK, &old);
+}
+
+TEST(Options, RingTooLargeForMemoryLimitsGivesSetupErrorNamingTheProblem) {
+    // What a kernel before 5.12 answers when the rings exceed RLIMIT_MEMLOCK (and a newer one
+    // when the memory cgroup is exhausted): ENOMEM from setup, injected here, since this kernel
+    // no longer charges rings to RLIMIT_MEMLOCK.
+    try {
+        Runtime rt{RuntimeOptions{}.sq_entries(32768).cq_entries(65536).fail_setup_for_testing(ENOMEM)};
+        FAIL() << "expected a setup error";
+    } catch (const std::system_error& e) {
+        const std::string what = e.what();
+        EXPECT_EQ(e.code().value(), ENOMEM) << what;
+        EXPECT_NE(what.find("out of memory for the rings"), std::string::npos) << what;
+        EXPECT_NE(what.find("RLIMIT_MEMLOCK"), std::string::npos) << what;
+        EXPECT_NE(what.find("sq_entries=32768"), std::string::npos) << what;
+        EXPECT_NE(what.find("cq_entries=65536"), std::string::npos) << what;
+        EXPECT_NE(what.find("fewer entries"), std::string::npos) << what;
+    }
+    // The injected error, not the size, made it fail: the same ring sets up without it.
+    Runtime ok{RuntimeOptions{}.sq_entries(32768).cq_entries(65536)};
+    EXPECT_EQ(ok.ring().sq_entries(), 32768u);
+}
+
+// Reads VmSize of this process in bytes (0 if unknown).
+std::size_t address_space_in_use() {
+    std::FILE* f = std::fopen("/proc/self/status", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    std::size_t kb = 0;
+    while (std::fgets(line, sizeof line, f))
+        if (std::sscanf(line, "VmSize: %zu kB", &kb) == 1)
+            break;
+    std::fclose(f);
+    return kb * 1024;
+}
+
+TEST(Options, RingTooLargeForAddressSpaceLimitGivesSetupErrorFromTheKernel) {
+    // A real refusal by the kernel: with RLIMIT_AS just above what the process maps now,
+    // mapping a 32768-entry ring (about 3 MiB) fails with ENOMEM. In a child process, so the
+    // limit does not touch the other tests.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "sanitizer runtimes reserve terabytes of address space: RLIMIT_AS cannot be lowered";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+    GTEST_SKIP() << "sanitizer runtimes reserve terabytes of address space: RLIMIT_AS cannot be lowered";
+#endif
+#endif
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        struct Report {
+            int code;     // errno of the system_error; -1: no exception; -2: another exception
+            char what[600];
+        } rep{};
+        std::size_t in_use = address_space_in_use();
+        rlimit lim{in_use + (768u << 10), in_use + (768u << 10)};
+        if (in_use == 0 || ::setrlimit(RLIMIT_AS, &lim) != 0) {
+            rep.code = -3;
+        } else {
+            try {
+                Runtime rt{RuntimeOptions{}.sq_entries(32768)};
+                rep.code = -1;
+            } catch (const std::system_error& e) {
+                rep.code = e.code().value();
+                std::snprintf(rep.what, sizeof rep.what, "%s", e.what());
+            } catch (const std::exception& e) {
+                rep.code = -2;
+                std::snprintf(rep.what, sizeof rep.what, "%s", e.what());
+            }
+        }
+        [[maybe_unused]] ssize_t w = ::write(fds[1], &rep, sizeof rep);
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    struct {
+        int code;
+        char what[600];
+    } rep{};
+    ssize_t got = ::read(fds[0], &rep, sizeof rep);
+    ::close(fds[0]);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child crashed (status " << status << ")";
+    ASSERT_EQ(got, static_cast<ssize_t>(sizeof rep));
+    ASSERT_NE(rep.code, -3) << "could not read VmSize or lower RLIMIT_AS";
+    ASSERT_NE(rep.code, -1) << "the ring was set up although it does not fit in RLIMIT_AS";
+    EXPECT_EQ(rep.code, ENOMEM) << rep.what;
+    EXPECT_NE(std::string(rep.what).find("out of memory for the rings"), std::string::npos) << rep.what;
+    EXPECT_NE(std::string(rep.what).find("RLIMIT_AS"), std::string::npos) << rep.what;
 }
 
 TEST(Options, FlagNames) {

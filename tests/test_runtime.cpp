@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <vector>
@@ -70,21 +72,61 @@ TEST(Runtime, MoreOperationsThanSqEntries) {
 }
 
 TEST(Runtime, CompletionBurstLargerThanCqIsNotLost) {
-    // 4 SQ / 8 CQ entries and 200 timeouts that all fire at once: the CQ overflows and
-    // the kernel keeps the extra CQEs (NODROP); every one must arrive.
+    // 4 SQ / 8 CQ entries and 200 timeouts with one absolute deadline, so they all fire at
+    // once: the CQ overflows and the kernel keeps the extra CQEs (NODROP); every one must
+    // arrive, and the overflow is counted as back-pressure.
     Runtime rt{RuntimeOptions{}.sq_entries(4).cq_entries(8)};
-    int fired = rt.block_on([]() -> Task<int> {
+    timespec now{};
+    ASSERT_EQ(::clock_gettime(CLOCK_MONOTONIC, &now), 0);
+    std::uint64_t at = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec) +
+                       20'000'000u;
+    __kernel_timespec deadline{static_cast<long long>(at / 1'000'000'000u), static_cast<long long>(at % 1'000'000'000u)};
+    int fired = rt.block_on([](__kernel_timespec d) -> Task<int> {
         std::vector<ringo::JoinHandle<int>> hs;
         for (int i = 0; i < 200; ++i)
-            hs.push_back(ringo::spawn([]() -> Task<int> {
-                co_return co_await ringo::op::timeout(std::chrono::milliseconds(5));
-            }()));
+            hs.push_back(ringo::spawn([](__kernel_timespec dd) -> Task<int> {
+                co_return co_await ringo::op::timeout(dd, 0, ringo::uring::compat::timeout_abs);
+            }(d)));
         int n = 0;
         for (auto& h : hs)
             n += (co_await h == -ETIME);
         co_return n;
-    }());
+    }(deadline));
     EXPECT_EQ(fired, 200);
+    EXPECT_GT(rt.stats().backpressure_events, 0u) << "the burst did not overflow the CQ";
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(Runtime, CqOverflowIsBackPressureAndLosesNoCompletion) {
+    // 16 SQ / 16 CQ entries and 2 000 NOPs in flight at once: each full SQ goes to the kernel
+    // before anything is reaped, so the completions outgrow the CQ and the kernel holds the
+    // rest in its overflow list. The runtime must count that as back-pressure, flush the list
+    // and deliver every completion exactly once.
+    constexpr int n = 2000;
+    Runtime rt{RuntimeOptions{}.sq_entries(16).cq_entries(16)};
+    ASSERT_EQ(rt.ring().cq_entries(), 16u);
+    auto before = rt.stats();
+    std::vector<int> results(n, 1);
+    int joined = rt.block_on([](std::vector<int>& res) -> Task<int> {
+        std::vector<ringo::JoinHandle<void>> hs;
+        hs.reserve(res.size());
+        for (int& r : res)
+            hs.push_back(ringo::spawn([](int& out) -> Task<void> { out = co_await ringo::op::nop(); }(r)));
+        int k = 0;
+        for (auto& h : hs) {
+            co_await h;
+            ++k;
+        }
+        co_return k;
+    }(results));
+    auto after = rt.stats();
+    EXPECT_EQ(joined, n);
+    EXPECT_EQ(std::count(results.begin(), results.end(), 0), n); // every NOP completed with 0
+    EXPECT_GT(after.backpressure_events, before.backpressure_events) << "no back-pressure counted: did the CQ overflow?";
+    EXPECT_EQ(after.sqes_submitted - before.sqes_submitted, static_cast<std::uint64_t>(n));
+    EXPECT_EQ(after.cqes - before.cqes, static_cast<std::uint64_t>(n)); // none lost, none twice
+    EXPECT_EQ(after.ops_in_flight, 0u);
+    EXPECT_FALSE(rt.ring().cq_overflowed());
 }
 
 TEST(Runtime, BusyRunQueueDoesNotStarveIo) {

@@ -53,6 +53,11 @@ public:
     RuntimeOptions& reject_setup_flags_for_testing(std::uint32_t mask) noexcept {
         p_.reject_flags_for_testing = mask; return *this;
     }
+    /// Fault injection for tests: every setup attempt fails with `err` (an errno value, e.g.
+    /// ENOMEM) as if the kernel had refused the ring; 0 turns it off.
+    RuntimeOptions& fail_setup_for_testing(int err) noexcept {
+        p_.setup_errno_for_testing = err; return *this;
+    }
 
     /// The ring parameters these options ask for first (before any degradation).
     [[nodiscard]] uring::RingParams ring_params() const noexcept {

@@ -162,7 +162,10 @@ struct RuntimeStats {
     std::uint64_t resumptions = 0;    ///< coroutine resumptions by the loop and by CQEs
     std::uint64_t tasks_spawned = 0;
     std::uint64_t detached_exceptions = 0;
-    std::uint64_t backpressure_events = 0; ///< -EBUSY / CQ overflow seen on submit
+    /// Times the kernel pushed back: completions held in its CQ overflow list (the CQ was
+    /// full; each flush of that list counts), -EBUSY/-EAGAIN from io_uring_enter, or a full SQ
+    /// it would not take. None of them loses a completion.
+    std::uint64_t backpressure_events = 0;
     std::uint32_t ops_in_flight = 0;  ///< awaited operations whose CQE has not arrived
     // Cross-thread traffic, counted by the receiving runtime:
     std::uint64_t remote_items = 0;   ///< spawns, resumptions, migrations, cancel requests posted from other threads
@@ -332,7 +335,10 @@ private:
     void step_with_work_or_timers();
     void reap() {
         cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
+        if (ring_.cq_overflowed()) [[unlikely]]
+            reap_overflow();
     }
+    void reap_overflow();
     void reap_without_resuming();
     void handle_submit_error(int r);
     void dispatch(std::uint64_t ud, int res, std::uint32_t flags) {

@@ -25,6 +25,10 @@ struct RingParams {
     /// Fault injection for tests: any setup attempt whose flags intersect this mask is
     /// treated as if the kernel had answered EINVAL, so the degradation path can be tested.
     std::uint32_t reject_flags_for_testing = 0;
+    /// Fault injection for tests: when non-zero, every setup attempt fails with this errno
+    /// (as if io_uring_setup or mapping the rings had returned -errno), so the error paths
+    /// the kernel takes only under memory pressure or old limits (ENOMEM) can be tested.
+    int setup_errno_for_testing = 0;
 
     /// The io_uring_params the first setup attempt passes to the kernel.
     [[nodiscard]] io_uring_params to_params() const noexcept;
@@ -120,6 +124,11 @@ public:
     [[nodiscard]] bool needs_enter() const noexcept {
         unsigned fl = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
         return (fl & (compat::sq_cq_overflow | compat::sq_taskrun)) != 0;
+    }
+    /// True when the kernel holds completions in its CQ overflow list: the CQ was full when
+    /// they were posted (IORING_FEAT_NODROP keeps them); an enter with GETEVENTS moves them in.
+    [[nodiscard]] bool cq_overflowed() const noexcept {
+        return (__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & compat::sq_cq_overflow) != 0;
     }
     [[nodiscard]] bool cq_ready() const noexcept {
         return __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE) != *ring_.cq.khead;
