@@ -4,13 +4,20 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "helpers.hpp"
@@ -40,6 +47,72 @@ auto run(F f) {
     Runtime rt;
     return rt.block_on(f());
 }
+
+std::uint32_t in_flight() { return Runtime::current()->stats().ops_in_flight; }
+
+// A value no operation yields: "this branch has not ended yet".
+constexpr int kUnset = 1 << 30;
+
+// Checks, after everything that received into `buf` from `rfd` was reported finished, that no
+// recv of ours is still armed on `rfd`: a byte written to the peer now stays in the socket and
+// `buf` does not change, even after trips through the kernel that run pending completions.
+Task<void> expect_no_recv_left(int rfd, int wfd, const char* buf, std::size_t n) {
+    std::string before(buf, n);
+    EXPECT_EQ(::write(wfd, "Z", 1), 1);
+    for (int i = 0; i < 3; ++i)
+        co_await op::nop();
+    co_await ringo::sleep_for(1ms);
+    EXPECT_EQ(std::string(buf, n), before) << "the kernel wrote into the buffer after the await ended";
+    char c = 0;
+    EXPECT_EQ(::recv(rfd, &c, 1, MSG_DONTWAIT), 1);
+    EXPECT_EQ(c, 'Z');
+    EXPECT_EQ(in_flight(), 0u);
+}
+
+// An openat of a FIFO for reading, forced onto an io-wq worker (IOSQE_ASYNC): it blocks in the
+// kernel until a writer opens the FIFO. Cancelling it interrupts the worker, so its final CQE
+// comes only some time after the ASYNC_CANCEL (whose own CQE says -EALREADY): an operation
+// that really is still in the kernel after the cancel. Should cancellation not reach it, the
+// watchdog opens the writing end after 5 s, and `rescued` makes the test fail instead of hang.
+struct BlockingOpen {
+    ringo_test::TempDir dir;
+    std::string path = dir.file("fifo");
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::atomic<bool> rescued{false};
+    std::thread watchdog;
+
+    BlockingOpen() {
+        EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0);
+        watchdog = std::thread([this] {
+            std::unique_lock lk(m);
+            if (!cv.wait_for(lk, 5s, [this] { return done; })) {
+                rescued = true;
+                int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+                if (fd >= 0)
+                    ::close(fd);
+            }
+        });
+    }
+    ~BlockingOpen() {
+        {
+            std::lock_guard lk(m);
+            done = true;
+        }
+        cv.notify_all();
+        watchdog.join();
+    }
+    auto op() { return ringo::always_async(op::openat(AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC)); }
+    // Awaits the open, stores its result in *out, closes what it opened; yields the result.
+    static Task<int> open_into(BlockingOpen* self, int* out) {
+        int r = co_await self->op();
+        *out = r;
+        if (r >= 0)
+            ::close(r);
+        co_return r;
+    }
+};
 
 // ---------------------------------------------------------------- sleep
 
@@ -198,24 +271,45 @@ TEST(Cancel, CancellationRequestedIsObservable) {
 }
 
 TEST(Cancel, FromAnotherThreadNeverBlocks) {
+    // The owning runtime's thread is blocked (it is not in its loop) while another thread
+    // cancels: cancel() must return all the same - it only posts a message - and the task ends
+    // once the loop runs again. Were cancel() to wait for the owner, the owner would give up
+    // waiting for it after 5 s and the test would fail.
     SocketPair sp;
     std::atomic<ringo::JoinHandle<int>*> handle{nullptr};
+    std::atomic<bool> cancel_returned{false};
     std::thread canceller([&] {
         while (!handle.load())
             std::this_thread::yield();
         handle.load()->cancel();
+        cancel_returned = true;
     });
-    int r = run([&]() -> Task<int> {
+    Runtime rt;
+    bool returned_while_blocked = false;
+    bool finished_while_blocked = true;
+    std::uint32_t in_flight_while_blocked = 0;
+    int r = rt.block_on([&]() -> Task<int> {
         auto h = ringo::spawn([](int fd) -> Task<int> {
             char buf[4];
             co_return co_await op::recv(fd, buf, sizeof buf);
         }(sp.fd[0]));
-        co_await ringo::yield();
+        co_await ringo::sleep_for(1ms); // the recv is in the kernel
         handle.store(&h);
+        auto give_up = std::chrono::steady_clock::now() + 5s;
+        while (!cancel_returned.load() && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(100us); // blocks the runtime's thread
+        returned_while_blocked = cancel_returned.load();
+        finished_while_blocked = h.is_finished();
+        in_flight_while_blocked = in_flight();
         co_return co_await h;
-    });
+    }());
     canceller.join();
+    EXPECT_TRUE(returned_while_blocked);
+    EXPECT_FALSE(finished_while_blocked);    // the cancel is applied by the owner's loop only
+    EXPECT_EQ(in_flight_while_blocked, 1u);  // the recv was still in the kernel meanwhile
     EXPECT_EQ(r, -ECANCELED);
+    EXPECT_GE(rt.stats().remote_items, 1u);  // it came as a message
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
 // ---------------------------------------------------------------- with_timeout
@@ -329,6 +423,108 @@ TEST(WithTimeout, ManyPendingTimeoutsUseNoKernelTimeouts) {
     EXPECT_LE(rt.stats().sqes_submitted, 20001u);
 }
 
+TEST(WithTimeout, OnASleepThatEndsFirst) {
+    // The sleep awaiter is moved into with_timeout's frame before it is awaited; its timer must
+    // still find it when it fires (it used to point back at the moved-from object).
+    auto r = run([]() -> Task<std::pair<int, std::uint32_t>> {
+        int a = co_await ringo::with_timeout(ringo::sleep_for(1ms), 5s);
+        co_return std::pair{a, static_cast<std::uint32_t>(Runtime::current()->timers_pending())};
+    });
+    EXPECT_EQ(r.first, 0);
+    EXPECT_EQ(r.second, 0u);
+}
+
+// Cancelling the task that awaits with_timeout (not the deadline): the awaitable is cancelled
+// the same way and its own result passes through.
+TEST(WithTimeout, CancellingTheAwaitingTaskPassesEcanceledThrough) {
+    SocketPair sp;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    struct Out {
+        int res = kUnset;
+        std::uint32_t in_flight = 99;
+        std::size_t timers = 99;
+    };
+    Out o = rt.block_on([](int fd, int peer, char* b) -> Task<Out> {
+        auto h = ringo::spawn([](int f, char* bb) -> Task<Out> {
+            Out out;
+            out.res = co_await ringo::with_timeout(op::recv(f, bb, 4), 10s);
+            out.in_flight = in_flight();
+            out.timers = Runtime::current()->timers_pending();
+            co_return out;
+        }(fd, b));
+        co_await ringo::sleep_for(2ms);
+        EXPECT_EQ(in_flight(), 1u);
+        h.cancel();
+        Out out = co_await h;
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return out;
+    }(sp.fd[0], sp.fd[1], buf));
+    EXPECT_EQ(o.res, -ECANCELED); // not -ETIME: the deadline did not pass
+    EXPECT_EQ(o.in_flight, 0u);
+    EXPECT_EQ(o.timers, 0u); // the deadline was disarmed
+}
+
+TEST(WithTimeout, CancellingTheAwaitingTaskOnVoidAndValueTasks) {
+    SocketPair sp;
+    auto r = run([&]() -> Task<std::pair<bool, std::optional<std::string>>> {
+        auto recv_task = [](int fd) -> Task<int> {
+            char c;
+            co_return co_await op::recv(fd, &c, 1);
+        };
+        auto hv = ringo::spawn([](Task<int> t) -> Task<bool> {
+            co_return co_await ringo::with_timeout([](Task<int> tt) -> Task<void> { co_await std::move(tt); }(std::move(t)), 10s);
+        }(recv_task(sp.fd[0])));
+        auto hs = ringo::spawn([](Task<int> t) -> Task<std::optional<std::string>> {
+            co_return co_await ringo::with_timeout([](Task<int> tt) -> Task<std::string> {
+                co_return "recv:" + std::to_string(co_await std::move(tt));
+            }(std::move(t)), 10s);
+        }(recv_task(sp.fd[0])));
+        co_await ringo::sleep_for(2ms);
+        EXPECT_EQ(in_flight(), 2u);
+        hv.cancel();
+        hs.cancel();
+        bool v = co_await hv;
+        auto s = co_await hs;
+        EXPECT_EQ(in_flight(), 0u);
+        co_return std::pair{v, s};
+    });
+    EXPECT_TRUE(r.first); // void: it ended before the deadline (cancelled, but not by the deadline)
+    ASSERT_TRUE(r.second.has_value()); // T: the value the task produced after seeing -ECANCELED
+    EXPECT_EQ(*r.second, "recv:" + std::to_string(-ECANCELED));
+}
+
+TEST(WithTimeout, CancellingTheAwaitingTaskWaitsForTheFinalCqe) {
+    // The awaited operation is still in the kernel after its ASYNC_CANCEL; with_timeout (and so
+    // the cancelled task) resumes only after its own CQE.
+    BlockingOpen fifo;
+    Runtime rt;
+    int opened = kUnset;
+    struct Out {
+        int res = kUnset;
+        int seen = kUnset;
+        std::uint32_t in_flight = 99;
+    };
+    Out o = rt.block_on([](BlockingOpen* f, int* opened_out) -> Task<Out> {
+        auto h = ringo::spawn([](BlockingOpen* ff, int* oo) -> Task<Out> {
+            Out out;
+            out.res = co_await ringo::with_timeout(BlockingOpen::open_into(ff, oo), 10s);
+            out.seen = *oo;
+            out.in_flight = in_flight();
+            co_return out;
+        }(f, opened_out));
+        co_await ringo::sleep_for(5ms); // the worker blocks in open(2)
+        EXPECT_EQ(in_flight(), 1u);
+        h.cancel();
+        co_return co_await h;
+    }(&fifo, &opened));
+    EXPECT_FALSE(fifo.rescued.load());
+    EXPECT_LT(o.seen, 0);            // the open had ended (interrupted) when with_timeout returned
+    EXPECT_NE(o.seen, kUnset);
+    EXPECT_EQ(o.res, o.seen);        // the result passes through (the deadline did not pass)
+    EXPECT_EQ(o.in_flight, 0u);
+}
+
 // ---------------------------------------------------------------- when_all
 
 TEST(WhenAll, OperationsGoInOneSubmission) {
@@ -439,24 +635,123 @@ TEST(WhenAny, FirstToFinishWinsAndLosersAreCancelled) {
 }
 
 TEST(WhenAny, TwoCompletingInTheSameBatch) {
-    auto r = run([]() -> Task<std::pair<std::size_t, int>> { co_return co_await ringo::when_any(op::nop(), op::nop()); });
+    Runtime rt;
+    std::uint32_t left = 99;
+    auto enters = rt.stats().enters;
+    auto r = rt.block_on([](std::uint32_t* l) -> Task<std::pair<std::size_t, int>> {
+        auto res = co_await ringo::when_any(op::nop(), op::nop());
+        *l = in_flight(); // the loser's CQE was in too
+        co_return res;
+    }(&left));
     EXPECT_LT(r.first, 2u);
     EXPECT_EQ(r.second, 0);
+    EXPECT_EQ(left, 0u);
+    EXPECT_EQ(rt.stats().enters - enters, 1u); // both nops (and the loser's futile cancel) in one round trip
 }
 
 TEST(WhenAny, LoserThatCompletesAfterTheCancel) {
-    // The loser is a sleep whose cancellation is immediate, and a task that ignores
-    // cancellation for a moment: when_any still waits for both.
-    auto r = run([]() -> Task<std::pair<std::size_t, int>> {
-        co_return co_await ringo::when_any([]() -> Task<int> { co_return 1; }(),
-                                           []() -> Task<int> {
-                                               for (int i = 0; i < 10; ++i)
-                                                   co_await ringo::yield();
-                                               co_return 2;
-                                           }());
+    // The loser is a recv in the kernel when the winner (a timeout) ends: its ASYNC_CANCEL is
+    // submitted, and only its own CQE, which comes after that, lets when_any return.
+    SocketPair sp;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    struct Out {
+        std::pair<std::size_t, int> res;
+        int loser = kUnset;
+        std::uint32_t in_flight = 99;
+        std::uint64_t sqes = 0;
+    };
+    Out o = rt.block_on([](Runtime* rtp, int fd, int peer, char* b) -> Task<Out> {
+        Out out;
+        auto before = rtp->stats().sqes_submitted;
+        out.res = co_await ringo::when_any(op::timeout(2ms), [](int f, char* bb, int* l) -> Task<int> {
+            *l = co_await op::recv(f, bb, 4);
+            co_return *l;
+        }(fd, b, &out.loser));
+        out.in_flight = in_flight();
+        out.sqes = rtp->stats().sqes_submitted - before;
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return out;
+    }(&rt, sp.fd[0], sp.fd[1], buf));
+    EXPECT_EQ(o.res.first, 0u);
+    EXPECT_EQ(o.res.second, -ETIME);
+    EXPECT_EQ(o.loser, -ECANCELED); // the loser's final CQE had come when when_any returned
+    EXPECT_EQ(o.in_flight, 0u);
+    EXPECT_EQ(o.sqes, 3u); // the timeout, the recv, and the recv's ASYNC_CANCEL
+}
+
+TEST(WhenAny, LoserWhoseCqeComesLongAfterItsCancel) {
+    // The loser is an open(2) blocked in an io-wq worker: the ASYNC_CANCEL only interrupts the
+    // worker, and the open's CQE follows later. when_any waits for it.
+    BlockingOpen fifo;
+    Runtime rt;
+    int opened = kUnset;
+    struct Out {
+        std::pair<std::size_t, int> res;
+        int seen = kUnset;
+        std::uint32_t in_flight = 99;
+    };
+    Out o = rt.block_on([](BlockingOpen* f, int* oo) -> Task<Out> {
+        Out out;
+        out.res = co_await ringo::when_any([]() -> Task<int> { co_return co_await ringo::sleep_for(5ms); }(),
+                                           BlockingOpen::open_into(f, oo));
+        out.seen = *oo;
+        out.in_flight = in_flight();
+        co_return out;
+    }(&fifo, &opened));
+    EXPECT_FALSE(fifo.rescued.load());
+    EXPECT_EQ(o.res, std::make_pair(std::size_t{0}, 0));
+    EXPECT_NE(o.seen, kUnset); // the loser had ended when when_any returned
+    EXPECT_LT(o.seen, 0);
+    EXPECT_EQ(o.in_flight, 0u);
+}
+
+TEST(WhenAny, SleepAsAnArgument) {
+    // A sleep passed by value (moved into its branch) still wakes its branch when it fires.
+    SocketPair sp;
+    auto r = run([&]() -> Task<std::pair<std::size_t, int>> {
+        char c;
+        co_return co_await ringo::when_any(op::recv(sp.fd[0], &c, 1), ringo::sleep_for(1ms));
     });
-    EXPECT_EQ(r.first, 0u);
-    EXPECT_EQ(r.second, 1);
+    EXPECT_EQ(r, std::make_pair(std::size_t{1}, 0));
+}
+
+TEST(WhenAny, CancelledWhileWaitingAwaitsEveryBranchToItsFinalCqe) {
+    // Cancelling the task that awaits when_any cancels every branch; it resumes once each
+    // branch's operation has delivered its final CQE (the open's comes well after its cancel),
+    // and yields whichever branch ended first, with its (cancelled) result.
+    SocketPair sp;
+    BlockingOpen fifo;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    int opened = kUnset;
+    struct Out {
+        std::pair<std::size_t, int> res;
+        int seen = kUnset;
+        std::uint32_t in_flight = 99;
+    };
+    Out o = rt.block_on([](int fd, int peer, char* b, BlockingOpen* f, int* oo) -> Task<Out> {
+        auto h = ringo::spawn([](int ff, char* bb, BlockingOpen* fi, int* ooo) -> Task<Out> {
+            Out out;
+            out.res = co_await ringo::when_any([](int x, char* y) -> Task<int> { co_return co_await op::recv(x, y, 4); }(ff, bb),
+                                               BlockingOpen::open_into(fi, ooo));
+            out.seen = *ooo;
+            out.in_flight = in_flight();
+            co_return out;
+        }(fd, b, f, oo));
+        co_await ringo::sleep_for(5ms);
+        EXPECT_EQ(in_flight(), 2u);
+        h.cancel();
+        Out out = co_await h;
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return out;
+    }(sp.fd[0], sp.fd[1], buf, &fifo, &opened));
+    EXPECT_FALSE(fifo.rescued.load());
+    EXPECT_NE(o.seen, kUnset);
+    EXPECT_LT(o.seen, 0);
+    EXPECT_EQ(o.in_flight, 0u);
+    ASSERT_LT(o.res.first, 2u);
+    EXPECT_EQ(o.res.second, o.res.first == 0 ? -ECANCELED : o.seen);
 }
 
 TEST(WhenAny, WinnerExceptionIsRethrown) {
@@ -519,22 +814,75 @@ TEST(Link, HardLinkContinuesAfterFailure) {
     EXPECT_EQ(r, std::make_tuple(-EBADF, 0));
 }
 
+// Spawns `gathered` tasks that each start a nop, yields so that they run (their SQEs are then
+// gathered in the SQ, not yet submitted), and awaits a chain of 4 whose head fails.
+Task<std::tuple<int, int, int, int>> chain_after_gathered(Runtime& rt, unsigned gathered, unsigned& seen) {
+    std::vector<ringo::JoinHandle<int>> hs;
+    for (unsigned i = 0; i < gathered; ++i)
+        hs.push_back(ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }()));
+    co_await ringo::yield();
+    seen = rt.ring().pending();
+    auto res = co_await ringo::link(op::timeout(1ms), op::nop(), op::nop(), op::nop());
+    for (auto& h : hs)
+        EXPECT_EQ(co_await h, 0);
+    co_return res;
+}
+
 TEST(Link, ChainIsNeverSplitAcrossSubmissions) {
-    // SQ of 4 with 3 SQEs already gathered: a chain of 3 must not start in the leftover slot.
-    Runtime rt{ringo::RuntimeOptions{}.sq_entries(4)};
-    auto r = rt.block_on([]() -> Task<std::tuple<int, int, int>> {
-        auto a = ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }());
-        auto b = ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }());
-        auto c = ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }());
-        auto res = co_await ringo::link(op::nop(), op::timeout(1ms), op::nop());
-        co_await a;
-        co_await b;
-        co_await c;
-        co_return res;
-    }());
-    EXPECT_EQ(std::get<0>(r), 0);
-    EXPECT_EQ(std::get<1>(r), -ETIME); // a timeout ending by time counts as failure in a link
-    EXPECT_EQ(std::get<2>(r), -ECANCELED);
+    // SQ of 4 with 1, 2 or 3 SQEs already gathered: a chain of 4 does not fit in what is left.
+    // Were it started there and split by the forced flush, its head (a timeout, which fails
+    // with -ETIME) would end that submission as a chain of its own, and the members in the
+    // next submission would run unlinked from it and succeed. Kept whole, they are cancelled.
+    for (unsigned gathered = 1; gathered <= 3; ++gathered) {
+        SCOPED_TRACE(gathered);
+        Runtime rt{ringo::RuntimeOptions{}.sq_entries(4)};
+        ASSERT_EQ(rt.ring().sq_entries(), 4u);
+        unsigned seen = 0;
+        auto r = rt.block_on(chain_after_gathered(rt, gathered, seen));
+        EXPECT_EQ(seen, gathered); // the situation the test is about
+        EXPECT_EQ(r, std::make_tuple(-ETIME, -ECANCELED, -ECANCELED, -ECANCELED));
+    }
+}
+
+TEST(Link, CancelledWhileWaitingEndsAfterEveryMembersCqe) {
+    SocketPair sp;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    auto r = rt.block_on([](int fd, int peer, char* b) -> Task<std::pair<std::tuple<int, int, int>, std::uint32_t>> {
+        auto h = ringo::spawn([](int f, char* bb) -> Task<std::pair<std::tuple<int, int, int>, std::uint32_t>> {
+            auto res = co_await ringo::link(op::recv(f, bb, 4), op::nop(), op::nop());
+            co_return std::pair{res, in_flight()};
+        }(fd, b));
+        co_await ringo::sleep_for(2ms);
+        EXPECT_EQ(in_flight(), 3u); // the whole chain is in the kernel
+        h.cancel();
+        auto out = co_await h;
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return out;
+    }(sp.fd[0], sp.fd[1], buf));
+    EXPECT_EQ(r.first, std::make_tuple(-ECANCELED, -ECANCELED, -ECANCELED));
+    EXPECT_EQ(r.second, 0u);
+}
+
+TEST(Link, HardLinkCancelledWhileWaitingGoesOnAfterTheCancelledMember) {
+    // The recv is cancelled; a hard link goes on after a failure, so the nop still runs.
+    SocketPair sp;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    auto r = rt.block_on([](int fd, int peer, char* b) -> Task<std::pair<std::tuple<int, int>, std::uint32_t>> {
+        auto h = ringo::spawn([](int f, char* bb) -> Task<std::pair<std::tuple<int, int>, std::uint32_t>> {
+            auto res = co_await ringo::hard_link(op::recv(f, bb, 4), op::nop());
+            co_return std::pair{res, in_flight()};
+        }(fd, b));
+        co_await ringo::sleep_for(2ms);
+        EXPECT_EQ(in_flight(), 2u);
+        h.cancel();
+        auto out = co_await h;
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return out;
+    }(sp.fd[0], sp.fd[1], buf));
+    EXPECT_EQ(r.first, std::make_tuple(-ECANCELED, 0));
+    EXPECT_EQ(r.second, 0u);
 }
 
 TEST(Link, LongerThanTheSqIsEinval) {
@@ -553,6 +901,101 @@ TEST(Decorators, DrainAndAlwaysAsync) {
     static_assert(ringo::Operation<op::Nop>);
     static_assert(!ringo::Operation<Task<int>>);
     static_assert(!ringo::Operation<ringo::detail::SleepAwaiter>);
+}
+
+// ---------------------------------------------------------------- nested composites
+
+// link / hard_link / drain take operations only: a composite (a link, an operation when_all)
+// is no Operation, so nesting one in a link is a compile error. when_all / when_any /
+// with_timeout take any awaitable, so a link can be one of their branches.
+template <class... A>
+concept Linkable = requires(A&&... a) { ringo::link(std::forward<A>(a)...); };
+template <class... A>
+concept HardLinkable = requires(A&&... a) { ringo::hard_link(std::forward<A>(a)...); };
+template <class A>
+concept Drainable = requires(A&& a) { ringo::drain(std::forward<A>(a)); };
+
+using NopChain = decltype(ringo::link(op::nop(), op::nop()));
+using NopGroup = decltype(ringo::when_all(op::nop(), op::nop()));
+static_assert(Linkable<op::Nop, op::Nop> && HardLinkable<op::Nop, op::Nop> && Drainable<op::Nop>);
+static_assert(Linkable<std::vector<op::Nop>>);
+static_assert(!ringo::Operation<NopChain> && !ringo::Operation<NopGroup>);
+static_assert(!Linkable<NopChain, op::Nop>);
+static_assert(!Linkable<op::Nop, NopGroup>);
+static_assert(!HardLinkable<NopChain>);
+static_assert(!Linkable<std::vector<NopChain>>);
+static_assert(!Linkable<op::Nop, Task<int>>);
+static_assert(!Drainable<NopChain>);
+
+TEST(Nested, WhenAllOfALinkAndAnOperation) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    char buf[4] = {};
+    auto r = run([&]() -> Task<std::tuple<std::tuple<int, int>, int>> {
+        co_return co_await ringo::when_all(
+            ringo::link(op::write(p[1], "abc", 3, op::current_pos), op::read(p[0], buf, 3, op::current_pos)), op::nop());
+    });
+    EXPECT_EQ(std::get<0>(r), std::make_tuple(3, 3));
+    EXPECT_EQ(std::get<1>(r), 0);
+    EXPECT_EQ(std::string(buf, 3), "abc");
+    ::close(p[0]);
+    ::close(p[1]);
+}
+
+TEST(Nested, WhenAnyOfLinksAwaitsTheLosingChain) {
+    SocketPair sp;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    auto r = rt.block_on([](int fd, int peer, char* b) -> Task<std::pair<std::pair<std::size_t, std::tuple<int, int>>, std::uint32_t>> {
+        auto res = co_await ringo::when_any(ringo::link(op::recv(fd, b, 4), op::nop()),
+                                            ringo::hard_link(op::timeout(2ms), op::nop()));
+        auto left = in_flight();
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return std::pair{res, left};
+    }(sp.fd[0], sp.fd[1], buf));
+    EXPECT_EQ(r.first.first, 1u);
+    EXPECT_EQ(r.first.second, std::make_tuple(-ETIME, 0));
+    EXPECT_EQ(r.second, 0u); // the losing chain's recv and nop had both delivered their CQEs
+}
+
+TEST(Nested, CancellingWhenAllOfTasksContainingLinks) {
+    SocketPair sp;
+    char a[4] = {'-', '-', '-', '-'}, b[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    using Chains = std::tuple<std::tuple<int, int>, std::tuple<int, int>>;
+    auto r = rt.block_on([](int fd, int peer, char* x, char* y) -> Task<std::pair<Chains, std::uint32_t>> {
+        auto h = ringo::spawn([](int f, char* xx, char* yy) -> Task<std::pair<Chains, std::uint32_t>> {
+            auto chain = [](int ff, char* p) -> Task<std::tuple<int, int>> {
+                co_return co_await ringo::link(op::recv(ff, p, 4), op::nop());
+            };
+            auto res = co_await ringo::when_all(chain(f, xx), chain(f, yy));
+            co_return std::pair{res, in_flight()};
+        }(fd, x, y));
+        co_await ringo::sleep_for(2ms);
+        EXPECT_EQ(in_flight(), 4u);
+        h.cancel();
+        auto out = co_await h;
+        co_await expect_no_recv_left(fd, peer, x, 4);
+        EXPECT_EQ(std::string(y, 4), "----");
+        co_return out;
+    }(sp.fd[0], sp.fd[1], a, b));
+    auto cancelled = std::make_tuple(-ECANCELED, -ECANCELED);
+    EXPECT_EQ(r.first, std::make_tuple(cancelled, cancelled));
+    EXPECT_EQ(r.second, 0u);
+}
+
+TEST(Nested, WithTimeoutOnALink) {
+    SocketPair sp;
+    char buf[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    auto r = rt.block_on([](int fd, int peer, char* b) -> Task<std::pair<bool, std::uint32_t>> {
+        auto res = co_await ringo::with_timeout(ringo::link(op::recv(fd, b, 4), op::nop()), 5ms);
+        auto left = in_flight();
+        co_await expect_no_recv_left(fd, peer, b, 4);
+        co_return std::pair{res.has_value(), left};
+    }(sp.fd[0], sp.fd[1], buf));
+    EXPECT_FALSE(r.first); // std::nullopt: the deadline cancelled the chain
+    EXPECT_EQ(r.second, 0u);
 }
 
 // ---------------------------------------------------------------- TaskScope
@@ -701,6 +1144,175 @@ TEST(CancelStress, Timeout) {
 TEST(CancelStress, Accept) {
     ringo_test::Listener l;
     start_then_cancel(kStress, [&]() -> Task<int> { co_return co_await op::accept(l.fd); });
+}
+
+// ---------------------------------------------------------------- cancel racing a completion
+
+// Rounds of each race below; every build (sanitizers included) runs them.
+constexpr int kRace = 20000;
+
+// A recv of at most 16 bytes, appending what it got to *out.
+Task<int> recv_into(int fd, std::string* out) {
+    char b[16];
+    int r = co_await op::recv(fd, b, sizeof b);
+    if (r > 0)
+        out->append(b, static_cast<std::size_t>(r));
+    co_return r;
+}
+
+// Appends what is left in the socket to *out.
+void drain_socket(int fd, std::string* out) {
+    char b[256];
+    ssize_t n;
+    while ((n = ::recv(fd, b, sizeof b, MSG_DONTWAIT)) > 0)
+        out->append(b, static_cast<std::size_t>(n));
+}
+
+TEST(CancelRaceStress, RecvWhileItsDataArrives) {
+    // Each round writes one byte to the socket at a different point relative to the cancel.
+    // Each round must end (no lost completion) with data or -ECANCELED, and the bytes the recvs
+    // got plus those left in the socket must be exactly the bytes written, in order: a CQE
+    // that carried data but was reported as cancelled, or delivered twice, breaks that.
+    SocketPair sp;
+    Runtime rt;
+    std::string written, received;
+    int with_data = 0, cancelled = 0, other = 0;
+    rt.block_on([&]() -> Task<void> {
+        for (int i = 0; i < kRace; ++i) {
+            char c = static_cast<char>('a' + i % 26);
+            auto put = [&] {
+                EXPECT_EQ(::write(sp.fd[1], &c, 1), 1);
+                written += c;
+            };
+            auto h = ringo::spawn(recv_into(sp.fd[0], &received));
+            co_await ringo::yield(); // the recv's SQE is gathered
+            switch (i % 5) {
+            case 0: // data before the recv reaches the kernel: it completes with all there is
+                put();
+                h.cancel();
+                break;
+            case 1: // the socket is empty (case 0 took all): the cancel finds the recv waiting
+                co_await op::nop();
+                h.cancel();
+                break;
+            case 2: // the recv waits in the kernel; data comes, then the cancel is gathered
+                co_await op::nop();
+                put();
+                h.cancel();
+                break;
+            case 3: // the recv waits in the kernel; the cancel is gathered, then data comes
+                co_await op::nop();
+                h.cancel();
+                put();
+                break;
+            case 4: // recv and cancel submitted together, then data (left for case 0)
+                h.cancel();
+                co_await op::nop();
+                put();
+                break;
+            }
+            int r = co_await h;
+            if (r > 0)
+                ++with_data;
+            else if (r == -ECANCELED)
+                ++cancelled;
+            else
+                ++other;
+        }
+    }());
+    drain_socket(sp.fd[0], &received);
+    std::printf("DBG data %d cancelled %d\n", with_data, cancelled);
+    EXPECT_EQ(other, 0);
+    EXPECT_EQ(with_data + cancelled, kRace);
+    EXPECT_GE(with_data, kRace / 5); // every case-0 round
+    EXPECT_GE(cancelled, kRace / 5); // every case-1 round
+    EXPECT_EQ(received.size(), written.size());
+    EXPECT_TRUE(received == written) << "bytes lost, duplicated or reordered";
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(CancelRaceStress, RecvAndWithTimeoutAgainstAWriterThread) {
+    // Another thread writes bytes at its own pace while the runtime starts recvs and ends
+    // them by cancel() (even rounds) or by a 1-3 us with_timeout (odd rounds). Every round
+    // ends with data, or -ECANCELED / -ETIME; nothing written is lost or received twice.
+    SocketPair sp;
+    std::atomic<bool> stop{false};
+    std::string written;
+    std::thread writer([&] {
+        for (unsigned v = 0; !stop.load(std::memory_order_relaxed); ++v) {
+            char c = static_cast<char>('a' + v % 26);
+            if (::send(sp.fd[1], &c, 1, MSG_DONTWAIT) == 1)
+                written += c;
+            std::this_thread::sleep_for(std::chrono::microseconds(v % 7 * 5));
+        }
+    });
+    Runtime rt;
+    std::string received;
+    int with_data = 0, cancelled = 0, timed_out = 0, other = 0;
+    rt.block_on([&]() -> Task<void> {
+        for (int i = 0; i < kRace; ++i) {
+            int r;
+            if (i % 2 == 0) {
+                auto h = ringo::spawn(recv_into(sp.fd[0], &received));
+                co_await ringo::yield();
+                if (i % 4 == 0)
+                    co_await op::nop(); // the recv is in the kernel
+                h.cancel();
+                r = co_await h;
+            } else {
+                // A Task<int> counts as an int awaitable: its -ECANCELED after the deadline is -ETIME.
+                r = co_await ringo::with_timeout(recv_into(sp.fd[0], &received), std::chrono::microseconds(1 + i % 3));
+            }
+            if (r > 0)
+                ++with_data;
+            else if (r == -ECANCELED)
+                ++cancelled;
+            else if (r == -ETIME)
+                ++timed_out;
+            else
+                ++other;
+        }
+        EXPECT_EQ(in_flight(), 0u);
+    }());
+    stop = true;
+    writer.join();
+    drain_socket(sp.fd[0], &received);
+    EXPECT_EQ(other, 0);
+    std::printf("DBG data %d cancelled %d timed_out %d written %zu\n", with_data, cancelled, timed_out, written.size());
+    EXPECT_EQ(with_data + cancelled + timed_out, kRace);
+    EXPECT_EQ(received.size(), written.size());
+    EXPECT_TRUE(received == written) << "bytes lost, duplicated or reordered";
+}
+
+TEST(CancelRaceStress, TimeoutExpiringAsItIsCancelled) {
+    // Kernel timeouts of 0-10 us, cancelled before they start, while waiting, or about when they
+    // fire: each ends with exactly one of -ETIME and -ECANCELED.
+    Runtime rt;
+    int expired = 0, cancelled = 0, other = 0;
+    rt.block_on([&]() -> Task<void> {
+        for (int i = 0; i < kRace; ++i) {
+            auto h = ringo::spawn([](int k) -> Task<int> {
+                co_return co_await op::timeout(std::chrono::nanoseconds(k % 5 * 2500));
+            }(i));
+            if (i % 3 != 0)
+                co_await ringo::yield();
+            if (i % 3 == 2)
+                co_await op::nop();
+            h.cancel();
+            int r = co_await h;
+            if (r == -ETIME)
+                ++expired;
+            else if (r == -ECANCELED)
+                ++cancelled;
+            else
+                ++other;
+        }
+    }());
+    EXPECT_EQ(other, 0);
+    std::printf("DBG expired %d cancelled %d\n", expired, cancelled);
+    EXPECT_EQ(expired + cancelled, kRace);
+    EXPECT_GE(cancelled, kRace / 3); // at least the rounds cancelled before they started
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
 // One side of the cross-thread stress: spawn waits on the other runtime and cancel them from

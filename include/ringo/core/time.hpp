@@ -35,6 +35,7 @@ public:
         if (timer_.deadline <= now_ns())
             return false; // already due: res_ stays 0
         h_ = h;
+        timer_.self = this; // the awaiter may have been copied or moved since it was made
         rt_->add_timer(timer_);
         if (ctx_)
             ctx_->waiting = this;
