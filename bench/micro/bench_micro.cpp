@@ -1,9 +1,16 @@
-// Runtime micro benchmarks: NOP round trip (ringo vs a raw liburing loop with the same ring
-// flags), yield/switch, spawn + join. Every case runs `--reps` times (default 5) with the
-// implementations interleaved; the medians are printed side by side, then one JSON line per
-// case for the suite's driver.
+// Runtime micro benchmarks of the foundation issue, in one process run: NOP round trip (ringo
+// vs a raw liburing loop with the same ring flags), yield/switch, spawn + join of an empty
+// task. Every case runs `--reps` times (default 5) after a warm-up, the cases interleaved and
+// their order rotated each round; the medians are printed side by side with the targets, then
+// one JSON line per case. bench/micro/run.sh builds and runs it; bench/micro/callgrind.sh
+// counts its instructions per operation.
 //
 //   bench_micro [--reps 5] [--iters N] [--only CASE]     CASE: nop-liburing nop-ringo yield spawn
+//
+// Columns: wall-clock ns per operation (median, min, max over the runs), CPU ns (median),
+// io_uring_enter calls, heap allocations (global operator new) and coroutine frames per
+// operation. ringo keeps freed frames in a per-thread cache, so a spawn takes one frame
+// (frames/op 1) but, once warm, no heap allocation.
 #include <ringo/ringo.hpp>
 
 #include <liburing.h>
@@ -50,7 +57,9 @@ struct Sample {
     double cpu_ns_per_op = 0;
     double enters_per_op = 0;
     double allocs_per_op = 0;
+    double frames_per_op = 0;
     bool ok = true;
+    unsigned ring_flags = 0; // IORING_SETUP_* in force
 };
 
 // The ring flags ringo's default runtime asks for, so the comparison is like for like.
@@ -60,10 +69,13 @@ Sample nop_liburing(long iters) {
     io_uring ring;
     io_uring_params p{};
     p.flags = ring_flags;
-    if (io_uring_queue_init_params(256, &ring, &p) < 0)
-        return {0, 0, 0, 0, false};
-    io_uring_register_ring_fd(&ring);
     Sample s;
+    if (io_uring_queue_init_params(256, &ring, &p) < 0 || io_uring_register_ring_fd(&ring) != 1) {
+        s.ok = false;
+        return s;
+    }
+    s.ring_flags = ring.flags;
+    long a0 = g_allocs.load();
     double c0 = cpu_seconds();
     auto t0 = Clock::now();
     for (long i = 0; i < iters; ++i) {
@@ -80,10 +92,12 @@ Sample nop_liburing(long iters) {
     }
     auto t1 = Clock::now();
     double c1 = cpu_seconds();
+    long a1 = g_allocs.load();
     io_uring_queue_exit(&ring);
     s.ns_per_op = std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
     s.cpu_ns_per_op = (c1 - c0) * 1e9 / iters;
-    s.enters_per_op = 1;
+    s.enters_per_op = 1; // io_uring_submit_and_wait: one io_uring_enter per NOP
+    s.allocs_per_op = double(a1 - a0) / iters;
     return s;
 }
 
@@ -91,19 +105,24 @@ template <class Body>
 Sample with_runtime(long iters, Body body) {
     ringo::Runtime rt;
     Sample s;
+    s.ring_flags = rt.setup_flags();
     auto st0 = rt.stats();
     long a0 = g_allocs.load();
+    std::uint64_t f0 = ringo::detail::t_frames_allocated;
     double c0 = cpu_seconds();
     auto t0 = Clock::now();
     s.ok = rt.block_on(body(iters));
     auto t1 = Clock::now();
     double c1 = cpu_seconds();
     long a1 = g_allocs.load();
+    std::uint64_t f1 = ringo::detail::t_frames_allocated;
     auto st1 = rt.stats();
     s.ns_per_op = std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
     s.cpu_ns_per_op = (c1 - c0) * 1e9 / iters;
     s.enters_per_op = double(st1.enters - st0.enters) / iters;
     s.allocs_per_op = double(a1 - a0) / iters;
+    // The root task's own frame is one of these; spread over `iters` it rounds away.
+    s.frames_per_op = double(f1 - f0) / iters;
     return s;
 }
 
@@ -183,16 +202,22 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    // Warm-up, then `reps` rounds with the cases interleaved.
+    // Warm-up, then `reps` rounds with the cases interleaved, the order rotated each round.
     for (auto& c : cases)
         c.fn(std::max(1L, (iters ? iters : c.default_iters) / 10));
     std::vector<std::vector<Sample>> samples(cases.size());
     for (int r = 0; r < reps; ++r)
-        for (std::size_t i = 0; i < cases.size(); ++i)
+        for (std::size_t k = 0; k < cases.size(); ++k) {
+            std::size_t i = (k + static_cast<std::size_t>(r)) % cases.size();
             samples[i].push_back(cases[i].fn(iters ? iters : cases[i].default_iters));
+        }
 
-    std::printf("%-14s %12s %12s %12s %10s %10s\n", "case", "median ns", "min ns", "max ns", "enters/op", "allocs/op");
-    double nop_raw = 0, nop_ringo = 0;
+    std::printf("ring flags: liburing loop and ringo runtime both ask for SINGLE_ISSUER|DEFER_TASKRUN|SUBMIT_ALL "
+                "with a registered ring fd; %d runs per case, medians\n", reps);
+    std::printf("%-14s %10s %10s %10s %10s %10s %10s %10s\n", "case", "median ns", "min ns", "max ns", "cpu ns",
+                "enters/op", "allocs/op", "frames/op");
+    double med_of[4] = {0, 0, 0, 0}; // nop-liburing nop-ringo yield spawn
+    double spawn_allocs = -1, spawn_frames = -1;
     bool all_ok = true;
     for (std::size_t i = 0; i < cases.size(); ++i) {
         std::vector<double> ns, cpu;
@@ -207,19 +232,35 @@ int main(int argc, char** argv) {
         double mn = *std::min_element(ns.begin(), ns.end());
         double mx = *std::max_element(ns.begin(), ns.end());
         const Sample& last = samples[i].back();
-        std::printf("%-14s %12.1f %12.1f %12.1f %10.2f %10.2f%s\n", cases[i].name, med, mn, mx, last.enters_per_op,
-                    last.allocs_per_op, ok ? "" : "  FAILED");
-        if (std::string(cases[i].name) == "nop-liburing")
-            nop_raw = med;
-        if (std::string(cases[i].name) == "nop-ringo")
-            nop_ringo = med;
+        std::printf("%-14s %10.1f %10.1f %10.1f %10.1f %10.2f %10.2f %10.2f%s\n", cases[i].name, med, mn, mx,
+                    median(cpu), last.enters_per_op, last.allocs_per_op, last.frames_per_op, ok ? "" : "  FAILED");
+        std::string name = cases[i].name;
+        int slot = name == "nop-liburing" ? 0 : name == "nop-ringo" ? 1 : name == "yield" ? 2 : 3;
+        med_of[slot] = med;
+        if (name == "spawn") {
+            spawn_allocs = last.allocs_per_op;
+            spawn_frames = last.frames_per_op;
+        }
+        if (name.rfind("nop-", 0) == 0 && last.ring_flags != ring_flags && ok)
+            std::printf("  note: %s ran with ring flags 0x%x, not 0x%x\n", cases[i].name, last.ring_flags, ring_flags);
         std::printf("JSON {\"bench\":\"micro\",\"case\":\"%s\",\"impl\":\"%s\",\"group\":\"%s\",\"reps\":%d,"
                     "\"ns_per_op\":%.2f,\"min_ns\":%.2f,\"max_ns\":%.2f,\"cpu_ns_per_op\":%.2f,"
-                    "\"enters_per_op\":%.3f,\"allocs_per_op\":%.3f,\"ok\":%s}\n",
+                    "\"enters_per_op\":%.3f,\"allocs_per_op\":%.3f,\"frames_per_op\":%.3f,\"ok\":%s}\n",
                     cases[i].name, cases[i].impl, cases[i].group, reps, med, mn, mx, median(cpu),
-                    last.enters_per_op, last.allocs_per_op, ok ? "true" : "false");
+                    last.enters_per_op, last.allocs_per_op, last.frames_per_op, ok ? "true" : "false");
     }
-    if (nop_raw > 0 && nop_ringo > 0)
-        std::printf("nop round trip: ringo / raw liburing = %.3f (median of %d interleaved runs)\n", nop_ringo / nop_raw, reps);
+    // The targets of the foundation issue, measured on the reference machine (2 vCPU).
+    std::printf("targets:\n");
+    if (med_of[0] > 0 && med_of[1] > 0) {
+        double ratio = med_of[1] / med_of[0];
+        std::printf("  NOP round trip  ringo / raw liburing = %.3f  (target <= 1.03)  %s\n", ratio,
+                    ratio <= 1.03 ? "met" : "MISSED");
+    }
+    if (med_of[2] > 0)
+        std::printf("  yield/switch    %.1f ns  (target < 6 ns)  %s\n", med_of[2], med_of[2] < 6 ? "met" : "MISSED");
+    if (med_of[3] > 0)
+        std::printf("  spawn + join    %.1f ns  (target < 120 ns)  %s;  per spawn: %.2f coroutine frames, "
+                    "%.2f heap allocations\n",
+                    med_of[3], med_of[3] < 120 ? "met" : "MISSED", spawn_frames, spawn_allocs);
     return all_ok ? 0 : 1;
 }
