@@ -22,7 +22,11 @@ const char* kUsage =
     "  --variant  buffered | fixed | direct | direct-fixed | sqpoll | iopoll  (default buffered)\n"
     "             tokens combine with '-' or '+': fixed = registered file + registered buffers,\n"
     "             direct = O_DIRECT, sqpoll = IORING_SETUP_SQPOLL, iopoll = IORING_SETUP_IOPOLL + O_DIRECT\n"
-    "  --offsets  FILE of little-endian u64 offsets (random modes)\n";
+    "  --offsets  FILE of little-endian u64 offsets (random modes)\n"
+    "  --setup    none | coop | defer   task-run ring flags, as bench_uring's --setup (default none):\n"
+    "             none = no task-run flag, coop = COOP_TASKRUN, defer = DEFER_TASKRUN (ringo's default\n"
+    "             for its runtimes; with completions from a block device it wakes the loop once per\n"
+    "             completion, so the storage figures compare like with like instead)\n";
 
 struct Variant {
     bool direct = false, fixed = false, sqpoll = false, iopoll = false;
@@ -109,7 +113,13 @@ ringo::Task<void> run_all(Shared& s) {
 } // namespace
 
 int main(int argc, char** argv) {
-    sb::Options o = sb::parse_options(argc, argv, kUsage, {});
+    sb::Options o = sb::parse_options(argc, argv, kUsage, {"setup"});
+    std::string setup = "none";
+    if (auto* su = o.get("setup")) {
+        setup = *su;
+        if (setup != "none" && setup != "coop" && setup != "defer")
+            sb::usage_exit(kUsage, "--setup must be none, coop or defer");
+    }
     Variant v;
     if (!parse_variant(o.variant, v))
         sb::usage_exit(kUsage, "unknown or contradictory --variant '%s'", o.variant.c_str());
@@ -146,12 +156,17 @@ int main(int argc, char** argv) {
         opts.sqpoll(true, 1000);
     if (iopoll)
         opts.iopoll();
+    if (setup == "coop")
+        opts.coop_taskrun();
+    else if (setup == "none" || sqpoll) // SQPOLL excludes DEFER_TASKRUN
+        opts.defer_taskrun(false);
     std::unique_ptr<ringo::Runtime> rt;
     try {
         rt = std::make_unique<ringo::Runtime>(opts);
     } catch (const std::exception& e) {
         return sb::fail_before_io(o, r, e.what(), true);
     }
+    r.extra.emplace_back("setup", "\"" + setup + "\"");
     r.extra.emplace_back("setup_flags", "\"" + ringo::uring::setup_flags_to_string(rt->setup_flags()) + "\"");
 
     // Registered file and buffers (fixed variants), set up before the measured interval.
