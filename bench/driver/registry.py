@@ -64,6 +64,7 @@ class Target:
     # loop_syscalls_per_op, the median over its runs) must be at most max_value at every x.
     field: str = ""
     max_value: float | None = None
+    panel: str = ""                          # checked in this panel only ("" = every panel)
 
 
 @dataclass
@@ -302,9 +303,19 @@ def _micro_impls() -> list[Impl]:
     ringo["nop"] = f"<{RINGO_MICRO}> nop --count {{count}}"
     ringo["xthread-channel"] = f"<{RINGO_MICRO}> xchannel --messages {{count}}"
     ringo["pool-spawn"] = f"<{RINGO_MICRO}> pool-spawn --count {{count}} --threads 2"
+    # when_all(std::vector<op::Nop>(batch)) per round, against `batch` raw NOP SQEs per
+    # io_uring_submit_and_wait: the same NOPs, submissions and waits.
+    ringo["when-all-nop"] = f"<{RINGO_MICRO}> when-all-nop --count {{count}} --batch {{batch}}"
+    # `count` pending with_timeout waits that never fire: bytes, frames, kernel timeouts,
+    # arm + disarm cost (the report's table for this panel; `ms` is count arm+disarm cycles).
+    ringo["timeouts"] = f"<{RINGO_MICRO}> timeouts --count {{count}}"
     return [
         I("ringo", ringo),
-        I("liburing", {"nop": "<bench_micro_uring> nop --count {count}"}),
+        # The variadic when_all of 32 operations: the group lives in the frame, no vector.
+        I("ringo variadic", {"when-all-nop": f"<{RINGO_MICRO}> when-all-nop-static --count {{count}}"},
+          when=lambda p: p.get("batch") == 32),
+        I("liburing", {"nop": "<bench_micro_uring> nop --count {count}",
+                       "when-all-nop": "<bench_micro_uring> nop-batch --count {count} --batch {batch}"}),
         I("asio", _micro("bench_asio_micro", xthread="bench_asio_micro")),
         I("monoio", _micro(MONOIO, xthread=MONOIO_XTHREAD)),
         I("compio", _micro(COMPIO, xthread=COMPIO)),
@@ -312,13 +323,31 @@ def _micro_impls() -> list[Impl]:
     ]
 
 
-def _micro_points(counts, pair_counts, messages):
+# NOPs per when-all-nop run: a multiple of every batch size, about 0.1 s at ~95 ns per batched NOP.
+WHEN_ALL_NOPS = 1 << 20
+WHEN_ALL_BATCHES = (8, 32, 128)
+
+
+def _micro_points(counts, pair_counts, messages, timeout_counts):
     pts = []
     for sub in ("spawn", "yield", "channel", "nop", "xthread-channel", "pool-spawn"):
         pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in counts]
     pts += [{"panel": "channel-pairs", "sub": "channel-pairs", "x": p, "count": p, "messages": messages}
             for p in pair_counts]
+    pts += [{"panel": "when-all-nop", "sub": "when-all-nop", "x": b, "batch": b, "count": WHEN_ALL_NOPS}
+            for b in WHEN_ALL_BATCHES]
+    pts += [{"panel": "timeouts", "sub": "timeouts", "x": c, "count": c} for c in timeout_counts]
     return pts
+
+
+def _micro_targets() -> list[Target]:
+    return [
+        # "within 10 %": ringo's time at most 1.1x raw liburing's, i.e. a speed-up of at least 1/1.1.
+        Target("ringo", "liburing", 1 / 1.1, "every x", "when_all of N NOPs within 10 % of N raw NOP SQEs "
+               "submitted in one batch", panel="when-all-nop"),
+        Target("ringo", "", 0, "every x", "pending with_timeout waits: at most 1 kernel timeout in flight",
+               field="kernel_timeouts_in_flight", max_value=1.0, panel="timeouts"),
+    ]
 
 
 # --------------------------------------------------------------------------- the figures
@@ -385,14 +414,23 @@ FIGURES: list[Figure] = [
                "prefilled: the data is already there when the read is issued."]),
     Figure(
         "micro", "Runtime micro benchmarks", "micro", "count", TOTAL_MS, _micro_impls(),
-        {"quick": dict(points=_micro_points([10_000, 100_000, 1_000_000], [1, 4, 32], 100_000),
+        {"quick": dict(points=_micro_points([10_000, 100_000, 1_000_000], [1, 4, 32], 100_000, [100_000]),
                        warmup_seconds=0, reps=3),
          "full": dict(points=_micro_points([10_000, 100_000, 1_000_000, 10_000_000], [1, 2, 4, 8, 16, 32],
-                                           1_000_000), warmup_seconds=0, reps=5)},
+                                           1_000_000, [10_000, 100_000]), warmup_seconds=0, reps=5)},
         plot="loglog", panel_x_labels={"channel-pairs": "producer/consumer pairs (messages per pair fixed)",
                                        "channel": "messages", "spawn": "tasks", "yield": "yields",
                                        "nop": "NOPs", "xthread-channel": "messages",
-                                       "pool-spawn": "tasks (spawned round robin on 2 runtimes)"}),
+                                       "pool-spawn": "tasks (spawned round robin on 2 runtimes)",
+                                       "when-all-nop": "NOPs per when_all / per raw submission (2^20 NOPs per run)",
+                                       "timeouts": "pending with_timeout waits"},
+        targets=_micro_targets(),
+        notes=["when-all-nop: ringo awaits when_all(std::vector<op::Nop>(N)) (and, at N = 32, the variadic "
+               "when_all of 32 nop() calls), liburing submits N NOP SQEs with one io_uring_submit_and_wait(N); "
+               "both on a SINGLE_ISSUER | DEFER_TASKRUN ring, one io_uring_enter per batch.",
+               "timeouts: `count` with_timeout(recv, 1 h) waits, each in its own task, that never fire; "
+               "the table under the panel gives heap bytes per pending wait, kernel timeout SQEs and the "
+               "cost of arming and disarming one; `ms` is `count` arm + disarm cycles with them pending."]),
 ]
 
 FIGURE_NAMES = [f.name for f in FIGURES]

@@ -17,7 +17,10 @@ ORDER = ["seqread", "randread", "syncasync", "echo", "pingpong", "pipes", "micro
 CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
               "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
               "write_p50_us", "write_p99_us", "cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op",
-              "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "wakeups_per_op", "error", "cmd"]
+              "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "wakeups_per_op",
+              "bytes_per_wait", "rss_bytes_per_wait", "frames_per_wait", "kernel_timeout_sqes",
+              "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded", "cancel_us_loaded", "error",
+              "cmd"]
 
 # Per-operation cost table of each kind of figure: (caption, fields joined with " · ").
 COST = {
@@ -30,6 +33,24 @@ COST = {
     "pipes": ("syscalls per operation · event-loop syscalls per round", ["syscalls_per_op", "loop_syscalls_per_op"]),
     "micro": ("ns per operation · syscalls per operation · cross-thread wake-ups per operation",
               ["ns_per_op", "syscalls_per_op", "wakeups_per_op"]),
+}
+
+# Panels whose programs report more than a time: (caption, [(column, field)]), a row per
+# implementation and x, values the medians of the runs (run.py SECONDARY).
+DETAILS = {
+    "timeouts": ("Pending `with_timeout` waits that never fire (bytes: glibc heap in use per wait, "
+                 "mallinfo2; RSS: resident set growth per wait; kernel timeout SQEs: SQEs beyond the "
+                 "waits' own recvs; in flight: those plus the one timeout of the loop's timed "
+                 "io_uring_enter; arm + disarm: with_timeout around an awaitable that finishes at once, "
+                 "minus the same await without it, with no other timer / with the waits pending; cancel: "
+                 "cancel() + join of one wait while the others are pending, whose ASYNC_CANCEL the kernel "
+                 "looks up in a hash table of 16 buckets for the default 512-entry CQ)",
+                 [("bytes per wait", "bytes_per_wait"), ("RSS bytes per wait", "rss_bytes_per_wait"),
+                  ("frames per wait", "frames_per_wait"), ("kernel timeout SQEs", "kernel_timeout_sqes"),
+                  ("kernel timeouts in flight", "kernel_timeouts_in_flight"),
+                  ("timed waits while idle", "idle_enters"), ("arm + disarm ns, no other timer", "arm_disarm_ns"),
+                  ("arm + disarm ns, waits pending", "arm_disarm_ns_loaded"),
+                  ("cancel µs, waits pending", "cancel_us_loaded")]),
 }
 
 
@@ -411,6 +432,19 @@ def _figure_section(res: dict) -> list[str]:
                 rows.append(row)
             L += _table([xl] + [str(x) for x in xs], rows)
             L.append("")
+        if pname in DETAILS:
+            caption, cols = DETAILS[pname]
+            drows = []
+            for name in names:
+                for x in xs:
+                    r = _cell(res, pname, x, name)
+                    if r and r["status"] == "ok" and any(r.get(k) is not None for _, k in cols):
+                        drows.append([name, _x_head(res, x)] + [fnum(r.get(k)) for _, k in cols])
+            if drows:
+                L.append(f"{caption}{where}:")
+                L.append("")
+                L += _table(["", xl] + [c for c, _ in cols], drows)
+                L.append("")
         # ratios
         L += _ratio_section(res, pname, xs, where)
     L += _targets_section(res)
@@ -471,6 +505,8 @@ def _ratio_section(res, pname, xs, where) -> list[str]:
                              c["median"] if c and c["status"] == "ok" else None)
                 row.append(f"{s:.2f}x" if s else "")
             rows.append(row)
+    if not rows:
+        return []  # no baseline runs in this panel (e.g. a ringo-only measurement)
     L += _table(["ringo / baseline"] + [_x_head(res, x) for x in xs], rows)
     L.append("")
     return L
@@ -490,6 +526,8 @@ def _targets_section(res) -> list[str]:
             if not panel["available"]:
                 continue
             pname = panel["name"]
+            if t.get("panel") and t["panel"] != pname:
+                continue
             xs = _xs(res, pname)
             present = {r["impl"] for r in res["rows"] if r["panel"] == pname}
             if t["ringo"] not in present and t["baseline"] not in present:

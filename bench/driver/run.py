@@ -185,7 +185,8 @@ class Runner:
         shown = f"{val:,.1f} {fig.metric.label}" if val is not None else run.status.upper() + \
             (f" ({run.error})" if run.error else "")
         log(f"[{self.done:>4}/{self.total} {fmt_dur(el)} eta {fmt_dur(eta)}] {fig.name} {cell.panel} "
-            f"{fig.x_label}={cell.x} | {cell.impl.name} {label}: {shown}")
+            f"{'batch' if 'batch' in cell.params and fig.kind == 'micro' else fig.x_label}={cell.x} | "
+            f"{cell.impl.name} {label}: {shown}")
 
     # --- one figure
     def figure(self, fig: registry.Figure) -> dict:
@@ -438,6 +439,10 @@ SECONDARY = {
     "wakeups_per_op": _first(_field("wakeups_per_op"), _per_op("wakeups")),
     "ns_per_op": _first(_field("ns_per_op"), _field("ns_per_roundtrip"),
                         lambda d: d["seconds"] / d["ops"] * 1e9 if d.get("ops") and d.get("seconds") else None),
+    # bench_ringo_micro timeouts (report.DETAILS)
+    **{k: (lambda d, k=k: d.get(k)) for k in ("bytes_per_wait", "rss_bytes_per_wait", "frames_per_wait", "kernel_timeout_sqes",
+                              "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded",
+                              "cancel_us_loaded")},
 }
 
 

@@ -3,7 +3,8 @@
 //   bench_ringo_micro spawn --count N | yield --count N | nop --count N
 //   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
 //   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
-//   bench_ringo_micro timeouts --count N     pending with_timeout waits: memory, timers, arm+disarm cost
+//   bench_ringo_micro timeouts --count N     N pending with_timeout waits: bytes and frames per wait,
+//                                            kernel timeouts, arm + disarm cost (see pending_timeouts)
 //   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]   spawn+join across a RuntimePool
 //   bench_ringo_micro pool-switch --count N   one task hopping between two pool runtimes (switch_to)
 //   bench_ringo_micro channel --messages M --pairs P [--capacity C]   P producer/consumer pairs on one runtime
@@ -36,7 +37,8 @@ double cpu_seconds() {
 
 [[noreturn]] void usage(const char* msg) {
     std::fprintf(stderr,
-                 "error: %s\nusage: bench_ringo_micro spawn|yield|nop|when-all-nop --count N [--batch B]\n", msg);
+                 "error: %s\nusage: bench_ringo_micro spawn|yield|nop|when-all-nop|when-all-nop-static|timeouts --count N "
+                 "[--batch B]\n", msg);
     std::printf("{\"bench\":\"micro\",\"impl\":\"ringo\",\"ok\":false,\"error\":\"usage: %s\"}\n", msg);
     std::exit(2);
 }
@@ -87,50 +89,159 @@ ringo::Task<long> when_all_static_loop(long n) {
     co_return ok;
 }
 
-// Many pending with_timeout waits that never fire: bytes of heap per wait, timers armed, and
-// the SQEs the kernel saw (recvs only: no kernel timeout per wait).
-ringo::Task<long> pending_timeouts(long n, int fd, double& bytes_per_wait, std::size_t& timers, std::uint64_t& sqes) {
-    ringo::Runtime* rt = ringo::Runtime::current();
-    auto sq0 = rt->stats().sqes_submitted;
-    struct mallinfo2 m0 = mallinfo2();
-    std::vector<ringo::JoinHandle<int>> hs;
-    hs.reserve(static_cast<std::size_t>(n));
-    struct mallinfo2 m1 = mallinfo2();
-    for (long i = 0; i < n; ++i)
-        hs.push_back(ringo::spawn([](int f) -> ringo::Task<int> {
-            char c;
-            co_return co_await ringo::with_timeout(ringo::op::recv(f, &c, 1), std::chrono::hours(1));
-        }(fd)));
-    co_await ringo::yield(); // every wait armed
-    for (long i = 0; i < 3; ++i)
-        co_await ringo::yield();
-    struct mallinfo2 m2 = mallinfo2();
-    (void)m0;
-    bytes_per_wait = double(m2.uordblks - m1.uordblks) / double(n);
-    timers = rt->timers_pending();
-    sqes = rt->stats().sqes_submitted - sq0;
-    long cancelled = 0;
-    for (auto& h : hs)
-        h.cancel();
-    for (auto& h : hs)
-        cancelled += (co_await h == -ECANCELED);
-    co_return cancelled;
+// timeouts: `n` with_timeout(recv, 1 h) waits that never fire, each in its own task (the
+// recvs wait on an empty socket). What is measured, and how:
+//  - bytes per wait: glibc's heap in use (mallinfo2: uordblks + hblkhd, the latter for chunks
+//    malloc maps on their own, such as the timer heap's vector once it is large) after the n
+//    waits are armed minus before, over n. That is every heap byte a pending wait holds: the
+//    spawned task's frame (the coroutine awaiting with_timeout), with_timeout's frame (its
+//    DeadlineTimer, the recv's OpState and the branch's CancelCtx live in it) and its slot in
+//    the runtime's timer heap (a pointer in a vector that grows by doubling), malloc's chunk
+//    headers included. The JoinHandle vector is reserved before the first reading; tasks are
+//    spawned 256 at a time, so the run queue never holds more than that. Frames come from
+//    ringo's per-thread frame cache when it holds one of their size; nothing was freed on this
+//    thread before, so the cache is empty and every frame is a fresh allocation.
+//    The resident set's growth over n (/proc/self/statm) is reported as well.
+//  - frames per wait: ringo's count of frames handed out (detail::t_frames_allocated).
+//  - kernel timeouts: the runtime counts the SQEs it submits. From before the first spawn to
+//    the end of a 20 ms sleep taken with every wait armed (the loop then submits whatever was
+//    gathered and waits in io_uring_enter), the SQEs beyond the n recvs are the kernel timeout
+//    SQEs (any other SQE would count too): expected 0. The kernel's only timeout is then the
+//    timespec of the loop's timed io_uring_enter (the nearest deadline); one thread is in at most
+//    one enter at a time, so the timeouts in flight are those SQEs + 1. idle_enters counts the
+//    enters during the sleep (expected 1: one timed wait covers the whole sleep).
+//  - arm + disarm: n x `co_await with_timeout(empty(), 30 min)` minus n x `co_await empty()`,
+//    both finishing at once (no suspension): with_timeout's frame, its branch bookkeeping and one
+//    push and one remove on the timer heap. Taken with the n waits pending (30 min is earlier
+//    than their 1 h, so each push sifts to the top of an n-entry heap and each remove sifts down
+//    from it: the worst case) and again once they have ended (an empty heap). Best of 5.
+//  - cancel with the waits pending: cancel() + join of the first 1000 (or n) waits, per wait;
+//    the others then end by end of stream (see below).
+struct TimeoutStats {
+    double bytes_per_wait = 0, rss_bytes_per_wait = 0, frames_per_wait = 0;
+    long timers = 0, in_flight = 0, timeout_sqes = -1, idle_enters = -1;
+    double loaded_with_s = 0, loaded_plain_s = 0, empty_with_s = 0, empty_plain_s = 0;
+    long cancelled = 0, ended = 0, armed = 0, cancel_k = 0;
+    double cancel_s = 0;
+};
+
+std::size_t heap_in_use() {
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;
 }
 
-// Arm + disarm of one with_timeout around an awaitable that finishes at once, minus the
-// same await without a timeout.
-ringo::Task<long> arm_disarm(long n, double& ns_with, double& ns_without) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < n; ++i)
-        co_await empty();
-    auto t1 = std::chrono::steady_clock::now();
+std::size_t rss_bytes() {
+    long pages = 0, resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        std::fclose(f);
+    }
+    return static_cast<std::size_t>(resident) * static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+}
+
+ringo::Task<int> pending_wait(int fd) {
+    char c;
+    co_return co_await ringo::with_timeout(ringo::op::recv(fd, &c, 1), std::chrono::hours(1));
+}
+
+// Best of 5: seconds for n awaits of empty(), and of with_timeout(empty(), 30 min).
+ringo::Task<long> arm_disarm(long n, double& plain_s, double& with_s) {
+    using clock = std::chrono::steady_clock;
     long ok = 0;
-    for (long i = 0; i < n; ++i)
-        ok += co_await ringo::with_timeout(empty(), std::chrono::hours(1));
-    auto t2 = std::chrono::steady_clock::now();
-    ns_without = std::chrono::duration<double, std::nano>(t1 - t0).count() / double(n);
-    ns_with = std::chrono::duration<double, std::nano>(t2 - t1).count() / double(n);
-    co_return ok;
+    plain_s = with_s = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+        auto t0 = clock::now();
+        for (long i = 0; i < n; ++i)
+            co_await empty();
+        auto t1 = clock::now();
+        for (long i = 0; i < n; ++i)
+            ok += co_await ringo::with_timeout(empty(), std::chrono::minutes(30));
+        auto t2 = clock::now();
+        plain_s = std::min(plain_s, std::chrono::duration<double>(t1 - t0).count());
+        with_s = std::min(with_s, std::chrono::duration<double>(t2 - t1).count());
+    }
+    co_return ok / 5;
+}
+
+ringo::Task<void> pending_timeouts(long n, int fd, int peer, TimeoutStats& st) {
+    ringo::Runtime* rt = ringo::Runtime::current();
+    std::vector<ringo::JoinHandle<int>> hs;
+    hs.reserve(static_cast<std::size_t>(n));
+    auto sq0 = rt->stats().sqes_submitted;
+    std::uint64_t f0 = ringo::detail::t_frames_allocated;
+    std::size_t m0 = heap_in_use(), r0 = rss_bytes();
+    for (long i = 0; i < n; ++i) {
+        hs.push_back(ringo::spawn(pending_wait(fd)));
+        if (i % 256 == 255)
+            co_await ringo::yield(); // the 256 just spawned run up to their recvs
+    }
+    co_await ringo::yield();
+    std::size_t m1 = heap_in_use(), r1 = rss_bytes();
+    std::uint64_t f1 = ringo::detail::t_frames_allocated;
+    st.bytes_per_wait = double(m1 - m0) / double(n);
+    st.rss_bytes_per_wait = (double(r1) - double(r0)) / double(n);
+    st.frames_per_wait = double(f1 - f0) / double(n);
+    st.timers = static_cast<long>(rt->timers_pending());
+    auto idle0 = rt->stats().enters;
+    co_await ringo::sleep_for(std::chrono::milliseconds(20));
+    auto after = rt->stats();
+    st.idle_enters = static_cast<long>(after.enters - idle0);
+    st.timeout_sqes = static_cast<long>(after.sqes_submitted - sq0) - n;
+    st.in_flight = static_cast<long>(after.ops_in_flight);
+    st.armed = co_await arm_disarm(n, st.loaded_plain_s, st.loaded_with_s);
+    // Cancelling waits while the others are pending: the ASYNC_CANCEL's lookup in the kernel
+    // (io_poll_find) walks one bucket of the ring's cancel hash table, where poll-armed requests
+    // are hashed by user_data into 2^clamp(log2(cq_entries) - 5, 1, 8) buckets: 16 for the default
+    // 512-entry CQ. Its cost grows with the number of pending recvs; measured on the first k.
+    long k = std::min(n, 1000L);
+    auto c0 = std::chrono::steady_clock::now();
+    for (long i = 0; i < k; ++i)
+        hs[static_cast<std::size_t>(i)].cancel();
+    for (long i = 0; i < k; ++i)
+        st.cancelled += (co_await hs[static_cast<std::size_t>(i)] == -ECANCELED);
+    st.cancel_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    st.cancel_k = k;
+    // The rest end by completing, not by cancels (n cancels would cost O(n^2 / buckets) kernel
+    // time): the peer shuts its side down and every recv gets 0, end of stream.
+    ::shutdown(peer, SHUT_WR);
+    for (long i = k; i < n; ++i)
+        st.ended += (co_await hs[static_cast<std::size_t>(i)] == 0);
+    st.armed = std::min(st.armed, co_await arm_disarm(n, st.empty_plain_s, st.empty_with_s));
+}
+
+int timeouts_main(long n) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        usage("socketpair failed");
+    TimeoutStats st;
+    double c0 = cpu_seconds();
+    {
+        ringo::Runtime rt;
+        rt.block_on(pending_timeouts(n, sv[0], sv[1], st));
+    }
+    double cpu = cpu_seconds() - c0;
+    ::close(sv[0]);
+    ::close(sv[1]);
+    // Every wait armed (a timer and a recv in flight each, nothing else in the heap), none fired,
+    // each ended by its cancel or by end of stream; no timeout SQE; every with_timeout(empty())
+    // finished in time.
+    bool good = st.timers == n && st.in_flight == n && st.timeout_sqes == 0 && st.cancelled == st.cancel_k &&
+                st.ended == n - st.cancel_k && st.armed == n;
+    double nd = double(n);
+    std::printf("{\"bench\":\"timeouts\",\"impl\":\"ringo\",\"variant\":\"plain\",\"count\":%ld,\"ops\":%ld,"
+                "\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"ns_per_op\":%.3f,\"syscalls\":0,"
+                "\"bytes_per_wait\":%.1f,\"rss_bytes_per_wait\":%.1f,\"frames_per_wait\":%.2f,"
+                "\"timers_armed\":%ld,\"ops_in_flight\":%ld,\"kernel_timeout_sqes\":%ld,"
+                "\"kernel_timeouts_in_flight\":%ld,\"idle_enters\":%ld,\"arm_disarm_ns\":%.2f,"
+                "\"arm_disarm_ns_loaded\":%.2f,\"await_without_timeout_ns\":%.2f,\"cancel_us_loaded\":%.2f,"
+                "\"errors\":%ld,\"ok\":%s}\n",
+                n, n, st.loaded_with_s, cpu, st.loaded_with_s * 1e9 / nd, st.bytes_per_wait, st.rss_bytes_per_wait,
+                st.frames_per_wait, st.timers, st.in_flight, st.timeout_sqes, st.timeout_sqes + 1, st.idle_enters,
+                (st.empty_with_s - st.empty_plain_s) * 1e9 / nd, (st.loaded_with_s - st.loaded_plain_s) * 1e9 / nd,
+                st.empty_plain_s * 1e9 / nd, st.cancel_s * 1e6 / double(st.cancel_k), good ? 0L : 1L,
+                good ? "true" : "false");
+    return good ? 0 : 1;
 }
 
 // channel: P pairs, each its own Channel<uint64_t>(capacity); each producer sends 0..M and
@@ -371,26 +482,8 @@ int main(int argc, char** argv) {
         usage("--count N is required");
     if (sub == "xchannel")
         return xchannel_main(count, capacity);
-    if (sub == "timeouts") {
-        int sv[2];
-        if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
-            usage("socketpair failed");
-        ringo::Runtime rt{ringo::RuntimeOptions{}.sq_entries(4096)};
-        double bytes = 0, ns_with = 0, ns_without = 0;
-        std::size_t timers = 0;
-        std::uint64_t sqes = 0;
-        long cancelled = rt.block_on(pending_timeouts(count, sv[0], bytes, timers, sqes));
-        long armed = rt.block_on(arm_disarm(count, ns_with, ns_without));
-        bool good = cancelled == count && armed == count && timers == static_cast<std::size_t>(count);
-        std::printf("{\"bench\":\"timeouts\",\"impl\":\"ringo\",\"count\":%ld,\"bytes_per_pending_wait\":%.1f,"
-                    "\"timers_armed\":%zu,\"kernel_sqes_while_pending\":%llu,\"arm_disarm_ns\":%.2f,"
-                    "\"await_without_timeout_ns\":%.2f,\"ok\":%s}\n",
-                    count, bytes, timers, static_cast<unsigned long long>(sqes), ns_with - ns_without, ns_without,
-                    good ? "true" : "false");
-        ::close(sv[0]);
-        ::close(sv[1]);
-        return good ? 0 : 1;
-    }
+    if (sub == "timeouts")
+        return timeouts_main(count);
     ringo::Runtime rt;
     auto st0 = rt.stats();
     double c0 = cpu_seconds();
