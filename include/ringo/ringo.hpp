@@ -40,6 +40,8 @@
 
 #include <ringo/buf/file_table.hpp>
 #include <ringo/buf/buffer_table.hpp>
+#include <ringo/buf/buffer_ring.hpp>
+#include <ringo/buf/recv_stream.hpp>
 
 #include <ringo/sync/channel.hpp>
 #include <ringo/sync/condition_variable.hpp>

@@ -253,6 +253,10 @@ public:
     [[nodiscard]] RuntimeStats stats() const noexcept;
     uring::Ring& ring() noexcept { return ring_; }
     [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
+    /// True while the destructor tears the runtime down (in-flight operations are being
+    /// cancelled, then frames destroyed): code that would start an operation on its own
+    /// (a stream re-arming itself) must not, since nothing would reap it.
+    [[nodiscard]] bool shutting_down() const noexcept { return discard_; }
 
     /// Arms a user-space timer (owner thread). Its `fire` runs from the loop once the
     /// deadline has passed.
