@@ -815,33 +815,43 @@ TEST(Link, HardLinkContinuesAfterFailure) {
 }
 
 // Spawns `gathered` tasks that each start a nop, yields so that they run (their SQEs are then
-// gathered in the SQ, not yet submitted), and awaits a chain of 4 whose head fails.
-Task<std::tuple<int, int, int, int>> chain_after_gathered(Runtime& rt, unsigned gathered, unsigned& seen) {
+// gathered in the SQ, not yet submitted), and awaits a chain of 1 + sizeof...(I) whose head (a
+// timeout, which fails with -ETIME) is followed by nops. Yields every member's result.
+template <std::size_t... I>
+Task<std::vector<int>> chain_after_gathered(Runtime& rt, unsigned gathered, unsigned& seen, std::index_sequence<I...>) {
     std::vector<ringo::JoinHandle<int>> hs;
     for (unsigned i = 0; i < gathered; ++i)
         hs.push_back(ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }()));
     co_await ringo::yield();
     seen = rt.ring().pending();
-    auto res = co_await ringo::link(op::timeout(1ms), op::nop(), op::nop(), op::nop());
+    auto res = co_await ringo::link(op::timeout(1ms), ((void)I, op::nop())...);
     for (auto& h : hs)
         EXPECT_EQ(co_await h, 0);
-    co_return res;
+    co_return std::apply([](auto... r) { return std::vector<int>{r...}; }, res);
+}
+
+template <std::size_t Nops>
+void expect_chain_kept_whole(unsigned gathered) {
+    SCOPED_TRACE(testing::Message() << "chain of " << Nops + 1 << " after " << gathered << " gathered SQEs");
+    Runtime rt{ringo::RuntimeOptions{}.sq_entries(4)};
+    ASSERT_EQ(rt.ring().sq_entries(), 4u);
+    unsigned seen = 0;
+    auto r = rt.block_on(chain_after_gathered(rt, gathered, seen, std::make_index_sequence<Nops>{}));
+    EXPECT_EQ(seen, gathered); // the situation the test is about
+    std::vector<int> want(Nops + 1, -ECANCELED);
+    want[0] = -ETIME;
+    EXPECT_EQ(r, want);
 }
 
 TEST(Link, ChainIsNeverSplitAcrossSubmissions) {
-    // SQ of 4 with 1, 2 or 3 SQEs already gathered: a chain of 4 does not fit in what is left.
-    // Were it started there and split by the forced flush, its head (a timeout, which fails
-    // with -ETIME) would end that submission as a chain of its own, and the members in the
-    // next submission would run unlinked from it and succeed. Kept whole, they are cancelled.
-    for (unsigned gathered = 1; gathered <= 3; ++gathered) {
-        SCOPED_TRACE(gathered);
-        Runtime rt{ringo::RuntimeOptions{}.sq_entries(4)};
-        ASSERT_EQ(rt.ring().sq_entries(), 4u);
-        unsigned seen = 0;
-        auto r = rt.block_on(chain_after_gathered(rt, gathered, seen));
-        EXPECT_EQ(seen, gathered); // the situation the test is about
-        EXPECT_EQ(r, std::make_tuple(-ETIME, -ECANCELED, -ECANCELED, -ECANCELED));
-    }
+    // SQ of 4 with SQEs already gathered: a chain does not fit in what is left. Were it started
+    // there and split by the forced flush, its head (a timeout, which fails with -ETIME) would
+    // end that submission as a chain of its own, and the members in the next submission would
+    // run unlinked from it and succeed. Kept whole, they are cancelled.
+    for (unsigned gathered = 2; gathered <= 3; ++gathered)
+        expect_chain_kept_whole<2>(gathered); // a chain of 3 (3 after 3 queued: the case)
+    for (unsigned gathered = 1; gathered <= 3; ++gathered)
+        expect_chain_kept_whole<3>(gathered); // a chain of 4: the whole SQ
 }
 
 TEST(Link, CancelledWhileWaitingEndsAfterEveryMembersCqe) {
@@ -996,6 +1006,169 @@ TEST(Nested, WithTimeoutOnALink) {
     }(sp.fd[0], sp.fd[1], buf));
     EXPECT_FALSE(r.first); // std::nullopt: the deadline cancelled the chain
     EXPECT_EQ(r.second, 0u);
+}
+
+// with_timeout(when_any(when_all(recv a, recv b), when_all(timeout t, nop)), deadline): three
+// levels of composites, each of which must cancel and await what is below it.
+using Pair = std::tuple<int, int>;
+using Nest = std::optional<std::pair<std::size_t, Pair>>;
+Task<std::pair<Nest, std::uint32_t>> nested_three_levels(int fa, int fb, char* a, char* b,
+                                                         std::chrono::nanoseconds t, std::chrono::nanoseconds deadline) {
+    auto res = co_await ringo::with_timeout(
+        ringo::when_any(ringo::when_all(op::recv(fa, a, 4), op::recv(fb, b, 4)), ringo::when_all(op::timeout(t), op::nop())),
+        deadline);
+    co_return std::pair{res, in_flight()};
+}
+
+TEST(Nested, WhenAllInsideWhenAnyInsideWithTimeout) {
+    SocketPair x, y;
+    char a[4] = {'-', '-', '-', '-'}, b[4] = {'-', '-', '-', '-'};
+    Runtime rt;
+    // 1. The timeout branch wins after 1 ms: both recvs of the other when_all are cancelled and
+    //    awaited to their final CQE before anything returns.
+    auto r1 = rt.block_on([](int fa, int fb, int pa, char* ba, char* bb) -> Task<std::pair<Nest, std::uint32_t>> {
+        auto r = co_await nested_three_levels(fa, fb, ba, bb, 1ms, 5s);
+        co_await expect_no_recv_left(fa, pa, ba, 4);
+        co_return r;
+    }(x.fd[0], y.fd[0], x.fd[1], a, b));
+    ASSERT_TRUE(r1.first.has_value());
+    EXPECT_EQ(r1.first->first, 1u);
+    EXPECT_EQ(r1.first->second, Pair(-ETIME, 0));
+    EXPECT_EQ(r1.second, 0u);
+    EXPECT_EQ(std::string(b, 4), "----");
+    // 2. The deadline (2 ms) comes before either branch ends (the timeout branch waits 10 s):
+    //    everything below is cancelled; with_timeout yields nullopt, fast, with nothing in flight.
+    auto t0 = std::chrono::steady_clock::now();
+    auto r2 = rt.block_on(nested_three_levels(x.fd[0], y.fd[0], a, b, 10s, 2ms));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_FALSE(r2.first.has_value());
+    EXPECT_EQ(r2.second, 0u);
+    EXPECT_EQ(std::string(a, 4), "----");
+    EXPECT_EQ(std::string(b, 4), "----");
+    // 3. Data waits on both sockets: the recv branch wins at once with both bytes; the 10 s
+    //    timeout of the losing branch is cancelled (the test does not take 10 s).
+    ASSERT_EQ(::write(x.fd[1], "A", 1), 1);
+    ASSERT_EQ(::write(y.fd[1], "B", 1), 1);
+    t0 = std::chrono::steady_clock::now();
+    auto r3 = rt.block_on(nested_three_levels(x.fd[0], y.fd[0], a, b, 10s, 5s));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    ASSERT_TRUE(r3.first.has_value());
+    EXPECT_EQ(r3.first->first, 0u);
+    EXPECT_EQ(r3.first->second, Pair(1, 1));
+    EXPECT_EQ(a[0], 'A');
+    EXPECT_EQ(b[0], 'B');
+    EXPECT_EQ(r3.second, 0u);
+}
+
+// ---------------------------------------------------------------- bad input
+// The bad input, each with the result docs/compose.md ("Bad input") documents.
+
+TEST(BadInput, CancellingAFinishedTaskChangesNothing) {
+    auto r = run([]() -> Task<std::tuple<int, int, int>> {
+        auto h = ringo::spawn([]() -> Task<int> { co_return 7; }());
+        auto g = ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }());
+        while (!h.is_finished() || !g.is_finished())
+            co_await ringo::yield();
+        h.cancel();
+        h.cancel();                                  // twice
+        std::thread([&] { g.cancel(); }).join();     // from another thread: no message for a finished task
+        int v = co_await h;
+        h.cancel();                                  // an empty handle (joined): no effect
+        int w = co_await g;
+        co_return std::tuple{v, w, co_await op::nop()}; // the runtime goes on
+    });
+    EXPECT_EQ(r, std::make_tuple(7, 0, 0));
+}
+
+TEST(BadInput, AwaitingAHandleTwiceThrowsLogicError) {
+    SocketPair sp;
+    auto r = run([&]() -> Task<std::tuple<int, int, int>> {
+        auto h = ringo::spawn([](int fd) -> Task<int> {
+            char b[4];
+            co_return co_await op::recv(fd, b, sizeof b);
+        }(sp.fd[0]));
+        co_await ringo::yield();
+        h.cancel();
+        int first = co_await h;
+        int threw = 0;
+        try {
+            co_await h; // awaited twice
+        } catch (const std::logic_error&) {
+            ++threw;
+        }
+        try {
+            (void)h.join(); // joined after it was awaited
+        } catch (const std::logic_error&) {
+            ++threw;
+        }
+        auto g = ringo::spawn([]() -> Task<int> { co_return 1; }());
+        g.detach();
+        try {
+            co_await g; // awaited after detach
+        } catch (const std::logic_error&) {
+            ++threw;
+        }
+        co_return std::tuple{first, threw, co_await op::nop()};
+    });
+    EXPECT_EQ(r, std::make_tuple(-ECANCELED, 3, 0));
+}
+
+TEST(BadInput, NegativeDurationsEndAtOnce) {
+    SocketPair sp;
+    Runtime rt;
+    auto sq0 = rt.stats().sqes_submitted;
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = rt.block_on([](int fd) -> Task<std::tuple<int, int, int, bool, bool, int>> {
+        char b[4];
+        int s1 = co_await ringo::sleep_for(-1s);                                      // 0 at once
+        int s2 = co_await ringo::sleep_until(std::chrono::steady_clock::now() - 1h); // 0 at once
+        int t1 = co_await ringo::with_timeout(op::recv(fd, b, sizeof b), -5ms);       // -ETIME, never submitted
+        auto t2 = co_await ringo::with_timeout([]() -> Task<std::string> {
+            co_await ringo::sleep_for(10s);
+            co_return "late";
+        }(), std::chrono::nanoseconds::min());                                       // nullopt at once
+        bool t3 = co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(10s); }(),
+                                               std::chrono::hours::min());            // false at once
+        int k = co_await op::timeout(-1ms);                                            // the kernel's: -EINVAL
+        co_return std::tuple{s1, s2, t1, t2.has_value(), t3, k};
+    }(sp.fd[0]));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_EQ(r, std::make_tuple(0, 0, -ETIME, false, false, -EINVAL));
+    EXPECT_EQ(rt.stats().sqes_submitted - sq0, 1u); // only op::timeout reached the kernel
+    EXPECT_EQ(rt.timers_pending(), 0u);
+}
+
+TEST(BadInput, HugeDurationsNeverFire) {
+    // duration::max() of any unit: converted to nanoseconds it would overflow (hours::max()
+    // wrapped to -1 h and timed out at once); it saturates instead, so it never fires.
+    auto r = run([]() -> Task<std::tuple<int, int, bool, int, int>> {
+        int a = co_await ringo::with_timeout(op::nop(), std::chrono::hours::max());
+        int b = co_await ringo::with_timeout(op::nop(), std::chrono::duration<double>(1e300));
+        bool c = co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(1ms); }(),
+                                              std::chrono::minutes::max());
+        // A sleep of hours::max() does not end at once: the 2 ms deadline ends it.
+        int d = co_await ringo::with_timeout(ringo::sleep_for(std::chrono::hours::max()), 2ms);
+        int e = co_await ringo::with_timeout(
+            ringo::sleep_until(std::chrono::time_point<std::chrono::steady_clock, std::chrono::hours>::max()), 2ms);
+        co_return std::tuple{a, b, c, d, e};
+    });
+    EXPECT_EQ(r, std::make_tuple(0, 0, true, -ETIME, -ETIME));
+}
+
+TEST(BadInput, WhenAnyOfAnEmptyRangeThrowsInvalidArgument) {
+    auto r = run([]() -> Task<std::tuple<int, std::size_t, std::size_t, int>> {
+        int threw = 0;
+        try {
+            co_await ringo::when_any(std::vector<Task<int>>{});
+        } catch (const std::invalid_argument&) {
+            ++threw;
+        }
+        // The empty when_all ranges are no error: an empty result at once.
+        auto a = co_await ringo::when_all(std::vector<Task<int>>{});
+        auto b = co_await ringo::when_all(std::vector<op::Nop>{});
+        co_return std::tuple{threw, a.size(), b.size(), co_await op::nop()};
+    });
+    EXPECT_EQ(r, std::make_tuple(1, std::size_t{0}, std::size_t{0}, 0));
 }
 
 // ---------------------------------------------------------------- TaskScope
@@ -1282,6 +1455,83 @@ TEST(CancelRaceStress, RecvAndWithTimeoutAgainstAWriterThread) {
     EXPECT_EQ(with_data + cancelled + timed_out, kRace);
     EXPECT_EQ(received.size(), written.size());
     EXPECT_TRUE(received == written) << "bytes lost, duplicated or reordered";
+}
+
+// A read of at most 16 bytes from a pipe, appending what it got to *out.
+Task<int> read_into(int fd, std::string* out) {
+    char b[16];
+    int r = co_await op::read(fd, b, sizeof b, op::current_pos);
+    if (r > 0)
+        out->append(b, static_cast<std::size_t>(r));
+    co_return r;
+}
+
+TEST(CancelRaceStress, WhenAnyAndWithTimeoutOnAPipeAgainstAWriterThread) {
+    // 100 000 rounds: another thread writes bytes into a pipe at its own pace while the runtime
+    // reads it through when_any(read, nop) (the nop usually wins and the read is cancelled,
+    // unless data beat it) or with_timeout(read, 1-3 us). Every round must end (no lost
+    // completion); a read that got data reports it even when it lost or timed out, so the
+    // bytes the reads got plus those still in the pipe are exactly the bytes written, in order.
+    constexpr int kRounds = 100000;
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    ASSERT_EQ(::fcntl(p[1], F_SETFL, O_NONBLOCK), 0); // the writer never blocks; reads do wait
+    std::atomic<bool> stop{false};
+    std::string written;
+    std::thread writer([&] {
+        for (unsigned v = 0; !stop.load(std::memory_order_relaxed); ++v) {
+            char c = static_cast<char>('a' + v % 26);
+            if (::write(p[1], &c, 1) == 1)
+                written += c;
+            std::this_thread::sleep_for(std::chrono::microseconds(v % 5 * 4));
+        }
+    });
+    Runtime rt;
+    std::string received;
+    int read_won = 0, nop_won = 0, with_data = 0, ended = 0, other = 0;
+    rt.block_on([&]() -> Task<void> {
+        for (int i = 0; i < kRounds; ++i) {
+            if (i % 2 == 0) {
+                auto [idx, r] = co_await ringo::when_any(read_into(p[0], &received), op::nop());
+                if (idx == 0 && r > 0)
+                    ++read_won;
+                else if (idx == 1 && r == 0)
+                    ++nop_won;
+                else
+                    ++other;
+            } else {
+                int r = co_await ringo::with_timeout(read_into(p[0], &received), std::chrono::microseconds(1 + i % 3));
+                if (r > 0)
+                    ++with_data;
+                else if (r != -ETIME)
+                    ++other;
+            }
+            ++ended;
+        }
+        EXPECT_EQ(in_flight(), 0u);
+    }());
+    stop = true;
+    writer.join();
+    ASSERT_EQ(::fcntl(p[0], F_SETFL, O_NONBLOCK), 0);
+    char b[256];
+    ssize_t n;
+    while ((n = ::read(p[0], b, sizeof b)) > 0)
+        received.append(b, static_cast<std::size_t>(n));
+    ::close(p[0]);
+    ::close(p[1]);
+    std::printf("when_any: read won %d, nop won %d; with_timeout: data %d, -ETIME %d; bytes %zu\n", read_won,
+                nop_won, with_data, kRounds / 2 - with_data, written.size());
+    EXPECT_EQ(ended, kRounds);
+    EXPECT_EQ(other, 0);
+    EXPECT_EQ(read_won + nop_won, kRounds / 2);
+    EXPECT_GT(nop_won, 0); // the race went both ways
+    EXPECT_GT(read_won, 0);
+    EXPECT_GT(with_data, 0);
+    EXPECT_LT(with_data, kRounds / 2);
+    EXPECT_GT(written.size(), 0u);
+    EXPECT_EQ(received.size(), written.size());
+    EXPECT_TRUE(received == written) << "bytes lost, duplicated or reordered";
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
 TEST(CancelRaceStress, TimeoutExpiringAsItIsCancelled) {

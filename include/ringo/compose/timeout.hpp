@@ -61,7 +61,8 @@ using timeout_result_t = typename detail::TimeoutResult<await_result_t<A>>::type
 /// the deadline. For other R: the value, or std::nullopt when the deadline passed first (a
 /// task's value produced after its cancellation is discarded, except that a non-empty
 /// std::optional R, such as a channel recv's value, is returned: it would be lost otherwise). A zero or negative duration
-/// cancels at once: an operation is then not submitted at all. Exceptions propagate.
+/// cancels at once: an operation is then not submitted at all. A huge duration (up to
+/// duration::max()) never fires. Exceptions propagate.
 /// The deadline is one entry in the runtime's timer heap; the kernel sees at most one wait
 /// timeout however many with_timeout are pending.
 template <class A, class Rep, class Period>
@@ -74,7 +75,7 @@ Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d
     detail::DeadlineTimer timer;
     timer.branch = &branch;
     timer.fire = &detail::DeadlineTimer::on_fire;
-    timer.deadline = detail::deadline_after(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+    timer.deadline = detail::deadline_after(detail::saturated_ns(d));
     if (rt) {
         if (d.count() <= 0)
             detail::cancel(branch);

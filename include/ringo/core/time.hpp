@@ -73,6 +73,21 @@ private:
     int res_ = 0;
 };
 
+/// `d` in nanoseconds, saturated at the limits of int64 nanoseconds (about 292 years) instead of
+/// overflowing: duration_cast<nanoseconds>(hours::max()) would wrap to a negative count, which
+/// would make a "never" timeout fire at once.
+template <class Rep, class Period>
+constexpr std::chrono::nanoseconds saturated_ns(std::chrono::duration<Rep, Period> d) noexcept {
+    using ns = std::chrono::nanoseconds;
+    const std::chrono::duration<long double, std::nano> f = d;
+    constexpr long double limit = 9.2e18L; // a little below 2^63: exact conversion below it
+    if (f.count() >= limit)
+        return ns::max();
+    if (f.count() <= -limit)
+        return ns::min();
+    return std::chrono::duration_cast<ns>(d);
+}
+
 inline std::uint64_t deadline_after(std::chrono::nanoseconds d) noexcept {
     std::uint64_t now = now_ns();
     if (d.count() <= 0)
@@ -85,16 +100,17 @@ inline std::uint64_t deadline_after(std::chrono::nanoseconds d) noexcept {
 
 /// Suspends the task for `d` on the runtime's timer heap (no kernel timeout per sleep: the
 /// runtime's wait uses the nearest deadline). Yields 0, or -ECANCELED when the task is
-/// cancelled first. A zero or negative duration returns 0 at once.
+/// cancelled first. A zero or negative duration returns 0 at once; a huge one (up to
+/// duration::max()) waits until cancelled.
 template <class Rep, class Period>
 detail::SleepAwaiter sleep_for(std::chrono::duration<Rep, Period> d) noexcept {
-    return detail::SleepAwaiter{detail::deadline_after(std::chrono::duration_cast<std::chrono::nanoseconds>(d))};
+    return detail::SleepAwaiter{detail::deadline_after(detail::saturated_ns(d))};
 }
 
 /// Suspends the task until `t` (steady_clock, i.e. CLOCK_MONOTONIC on Linux).
 template <class Duration>
 detail::SleepAwaiter sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) noexcept {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+    auto ns = detail::saturated_ns(t.time_since_epoch()).count();
     return detail::SleepAwaiter{ns <= 0 ? 0 : static_cast<std::uint64_t>(ns)};
 }
 
