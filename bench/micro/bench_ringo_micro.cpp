@@ -3,8 +3,9 @@
 //   bench_ringo_micro spawn --count N | yield --count N | nop --count N
 //   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
 //   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
-//   bench_ringo_micro timeouts --count N     N pending with_timeout waits: bytes and frames per wait,
-//                                            kernel timeouts, arm + disarm cost (see pending_timeouts)
+//   bench_ringo_micro timeouts --count N [--sq-entries S]   N pending with_timeout waits: bytes and
+//                                            frames per wait, kernel timeouts, arm + disarm cost, cancel
+//                                            cost (see pending_timeouts); S: the ring's SQ (default 256)
 //   bench_ringo_micro pool-spawn --count N [--threads T] [--batch B]   spawn+join across a RuntimePool
 //   bench_ringo_micro pool-switch --count N   one task hopping between two pool runtimes (switch_to)
 //   bench_ringo_micro channel --messages M --pairs P [--capacity C]   P producer/consumer pairs on one runtime
@@ -193,7 +194,8 @@ ringo::Task<void> pending_timeouts(long n, int fd, int peer, TimeoutStats& st) {
     // Cancelling waits while the others are pending: the ASYNC_CANCEL's lookup in the kernel
     // (io_poll_find) walks one bucket of the ring's cancel hash table, where poll-armed requests
     // are hashed by user_data into 2^clamp(log2(cq_entries) - 5, 1, 8) buckets: 16 for the default
-    // 512-entry CQ. Its cost grows with the number of pending recvs; measured on the first k.
+    // 512-entry CQ, 256 from an 8192-entry one (--sq-entries 4096). Its cost grows with the number
+// of pending recvs; measured on the first k.
     long k = std::min(n, 1000L);
     auto c0 = std::chrono::steady_clock::now();
     for (long i = 0; i < k; ++i)
@@ -210,14 +212,14 @@ ringo::Task<void> pending_timeouts(long n, int fd, int peer, TimeoutStats& st) {
     st.armed = std::min(st.armed, co_await arm_disarm(n, st.empty_plain_s, st.empty_with_s));
 }
 
-int timeouts_main(long n) {
+int timeouts_main(long n, long sq_entries) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         usage("socketpair failed");
     TimeoutStats st;
     double c0 = cpu_seconds();
     {
-        ringo::Runtime rt;
+        ringo::Runtime rt{ringo::RuntimeOptions{}.sq_entries(static_cast<unsigned>(sq_entries))};
         rt.block_on(pending_timeouts(n, sv[0], sv[1], st));
     }
     double cpu = cpu_seconds() - c0;
@@ -458,7 +460,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[1]) == "pool-switch")
         return pool_switch_main(argc, argv);
     std::string sub = argv[1];
-    long count = -1, batch = 32, pairs = 1, capacity = 1024;
+    long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256;
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         if (i + 1 >= argc)
@@ -475,6 +477,8 @@ int main(int argc, char** argv) {
             pairs = v;
         else if (a == "--capacity")
             capacity = v;
+        else if (a == "--sq-entries")
+            sq = v;
         else
             usage(("unknown option " + a).c_str());
     }
@@ -483,7 +487,7 @@ int main(int argc, char** argv) {
     if (sub == "xchannel")
         return xchannel_main(count, capacity);
     if (sub == "timeouts")
-        return timeouts_main(count);
+        return timeouts_main(count, sq);
     ringo::Runtime rt;
     auto st0 = rt.stats();
     double c0 = cpu_seconds();
