@@ -114,7 +114,7 @@ RUN_MS = Metric("ms per run", lambda j: j.get("ms"), higher_is_better=False)
 # The ringo programs are written by the lead; these names are placeholders: rename here.
 
 RINGO_STORAGE = "bench_ringo_storage"     # bench/ringo: same CLI as bench_uring
-RINGO_ECHO = "echo_ringo"                 # bench/ringo: --port P [--fixed]
+RINGO_ECHO = "echo_ringo"                 # bench/ringo: --port P [--fixed] [--multishot]
 RINGO_PINGPONG = "pingpong_ringo"         # bench/ringo: --mode ringo|ringo-fixed, else as bench_pingpong
 RINGO_PIPES = "pipes_ringo"               # bench/ringo: --mode ringo, else as bench_pipes
 RINGO_MICRO = "bench_ringo_micro"         # placeholder: the Rust baselines' subcommands, plus nop
@@ -243,8 +243,12 @@ def _echo_impls() -> list[Impl]:
     return [
         I("ringo plain", f"<{RINGO_ECHO}>" + S, kind="server", tag=""),
         I("ringo fixed files", f"<{RINGO_ECHO}>" + S + " --fixed", kind="server"),
+        # One multishot recv per connection into a shared provided-buffer ring (512 x 16 KiB),
+        # echoed from the ring's buffer, then recycled; compared with the same design in liburing.
+        I("ringo multishot + buffer ring", f"<{RINGO_ECHO}>" + S + " --multishot", kind="server", tag="multishot"),
         I("liburing", "<echo_uring>" + S, kind="server"),
         I("liburing fixed files", "<echo_uring_fixed>" + S, kind="server"),
+        I("liburing multishot + buffer ring", "<echo_uring>" + S + " --multishot", kind="server", tag="multishot"),
         I("epoll", "<echo_epoll>" + S, kind="server"),
         I("asio", "<echo_asio>" + S, kind="server"),
         I("monoio", f"<{MONOIO}> echo-server" + S, kind="server"),

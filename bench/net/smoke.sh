@@ -31,14 +31,17 @@ for mode in epoll uring-poll uring uring-fixed uring-sqpoll splice splice-link; 
 done
 run "$dir/bench_pingpong" --mode uring --conns 20 --msgs 100 --transport tcp
 
-for server in echo_epoll echo_uring echo_uring_fixed echo_asio; do
+for spec in echo_epoll echo_uring echo_uring_fixed "echo_uring --multishot" "echo_uring --multishot --ring-entries 2" \
+            echo_asio; do
+  read -r server extra <<<"$spec"
   if [[ ! -x $dir/$server ]]; then
     echo "skipped: $server not built" >&2
     continue
   fi
   port=$((port + 1))
   sout=$(mktemp)
-  "$dir/$server" --port "$port" >"$sout" &
+  # shellcheck disable=SC2086 # $extra: the variant's options, split on purpose
+  "$dir/$server" --port "$port" $extra >"$sout" &
   spid=$!
   run "$dir/bench_echo_client" --port "$port" --conns 4 --msg 1024 --seconds 0.5
   run "$dir/bench_echo_client" --port "$port" --conns 3 --msg 100000 --seconds 0.3  # partial reads/writes
@@ -47,7 +50,7 @@ for server in echo_epoll echo_uring echo_uring_fixed echo_asio; do
   src=$?
   cat "$sout"
   if [[ $src -ne 0 ]] || ! grep -q '"ok":true' "$sout"; then
-    echo "FAILED (rc=$src): $server" >&2
+    echo "FAILED (rc=$src): $spec" >&2
     fail=1
   fi
   rm -f "$sout"

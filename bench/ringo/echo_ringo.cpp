@@ -2,7 +2,10 @@
 // line; see bench/net/README.md). Single-threaded TCP echo server on 127.0.0.1: an accept-loop
 // task and one task per connection (recv, then send until the whole chunk went back, again).
 // With --fixed every accepted socket is put into a registered file table (buf::FileTable,
-// sparse) and the connection's recv/send use op::Fixed{slot}.
+// sparse) and the connection's recv/send use op::Fixed{slot}. With --multishot a connection
+// keeps one multishot recv armed (op::recv_multishot) into a buffer ring shared by every
+// connection (buf::BufferRing, --ring-entries buffers of --buf bytes), sends each received
+// buffer back from the ring's memory, and the buffer returns to the ring when sent.
 // Runs until SIGTERM/SIGINT (a read of a signalfd through the ring), then prints one JSON line.
 #include <sys/signalfd.h>
 
@@ -11,26 +14,34 @@
 #include <unordered_set>
 #include <vector>
 
+#include <ringo/buf/buffer_ring.hpp>
 #include <ringo/buf/file_table.hpp>
+#include <ringo/buf/recv_stream.hpp>
 
 #include "ringo_net.hpp"
 
 namespace {
 
 const char* kUsage =
-    "usage: echo_ringo --port P [--cpu C] [--buf BYTES] [--fixed] [--max-conns N]\n"
+    "usage: echo_ringo --port P [--cpu C] [--buf BYTES] [--fixed] [--multishot] [--ring-entries N]\n"
+    "                  [--max-conns N]\n"
     "  Single-threaded ringo echo server on 127.0.0.1:P (an accept task, one task per\n"
     "  connection); runs until SIGTERM or SIGINT, then prints one JSON line\n"
     "  (bench \"echo_server\") on stdout.\n"
     "  --port P        TCP port to listen on (1..65535)\n"
     "  --cpu C         pin the server thread to CPU C (default: not pinned)\n"
-    "  --buf BYTES     per-connection buffer size (default 16384)\n"
+    "  --buf BYTES     per-connection buffer size; with --multishot the size of each ring buffer\n"
+    "                  (default 16384)\n"
     "  --fixed         registered files: accepted sockets go into a registered table, recv/send\n"
     "                  use op::Fixed slots\n"
+    "  --multishot     one multishot recv per connection into a shared provided-buffer ring;\n"
+    "                  each buffer is sent back from the ring and then recycled\n"
+    "  --ring-entries N  buffers in the ring with --multishot (power of two, default 512)\n"
     "  --max-conns N   size of the registered file table with --fixed (default 4096)\n";
 
 struct Server {
     ringo::buf::FileTable* table = nullptr;  // --fixed
+    ringo::buf::BufferRing* ring = nullptr;  // --multishot
     std::vector<unsigned> free_slots;        // --fixed
     int lfd = -1;
     size_t bufsz = 0;
@@ -98,6 +109,42 @@ ringo::Task<void> serve(Server& s, int fd, int slot) {
     }
 }
 
+// --multishot: one multishot recv stream; each received buffer is echoed from the ring's
+// memory and goes back to the ring at the end of the loop body.
+ringo::Task<void> serve_multishot(Server& s, int fd, int slot) {
+    ConnGuard guard{s, fd, slot};
+    const ringo::op::FileRef f = slot >= 0 ? ringo::op::FileRef(ringo::op::Fixed{static_cast<unsigned>(slot)})
+                                           : ringo::op::FileRef(fd);
+    auto stream = ringo::op::recv_multishot(f, *s.ring);
+    for (;;) {
+        ringo::buf::Buffer b = co_await stream.next();
+        if (!b) {
+            int r = b.result();
+            if (r < 0 && r != -ECONNRESET && !(r == -ECANCELED && s.stopping)) {
+                std::fprintf(stderr, "echo_ringo: recv_multishot: %s\n", std::strerror(-r));
+                ++s.errors;
+            }
+            co_return;  // EOF, reset or error
+        }
+        ++s.reads;
+        s.bytes += b.size();
+        // The send loop of serve(), written out here too: a helper coroutine would cost a
+        // frame per message.
+        for (size_t off = 0; off < b.size();) {
+            int w = co_await ringo::op::send(f, b.data() + off, b.size() - off, MSG_NOSIGNAL);
+            if (w > 0) {
+                off += static_cast<size_t>(w);
+            } else if (w != -EINTR && w != -EAGAIN) {
+                if (w != -ECONNRESET && w != -EPIPE) {
+                    std::fprintf(stderr, "echo_ringo: send: %s\n", w < 0 ? std::strerror(-w) : "returned 0");
+                    ++s.errors;
+                }
+                co_return;
+            }
+        }
+    }
+}
+
 ringo::Task<void> accept_loop(Server& s) {
     for (;;) {
         int fd = co_await ringo::op::accept(s.lfd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -133,7 +180,10 @@ ringo::Task<void> accept_loop(Server& s) {
             fd = -1;
         }
         ++s.accepted;
-        ringo::spawn(serve(s, fd, slot)).detach();
+        if (s.ring)
+            ringo::spawn(serve_multishot(s, fd, slot)).detach();
+        else
+            ringo::spawn(serve(s, fd, slot)).detach();
     }
 }
 
@@ -158,12 +208,17 @@ ringo::Task<void> server_main(Server& s, int sfd) {
 
 int main(int argc, char** argv) {
     nb::Args args(argc, argv, kUsage,
-                  {{"port", true}, {"cpu", true}, {"buf", true}, {"fixed", false}, {"max-conns", true}});
+                  {{"port", true}, {"cpu", true}, {"buf", true}, {"fixed", false}, {"multishot", false},
+                   {"ring-entries", true}, {"max-conns", true}});
     const int port = static_cast<int>(args.need_int("port", 1, 65535));
     const int cpu = static_cast<int>(args.get_int("cpu", -1, 0, CPU_SETSIZE - 1));
     const size_t bufsz = static_cast<size_t>(args.get_int("buf", 16384, 1, 1 << 24));
     const bool fixed = args.has("fixed");
     const unsigned max_conns = static_cast<unsigned>(args.get_int("max-conns", 4096, 1, 1 << 20));
+    const bool multishot = args.has("multishot");
+    const unsigned ring_entries = static_cast<unsigned>(args.get_int("ring-entries", 512, 1, 32768));
+    if (ring_entries & (ring_entries - 1))
+        args.fail("option '--ring-entries': expected a power of two");
 
     if (!nb::pin_cpu(cpu))
         return 1;
@@ -178,6 +233,7 @@ int main(int argc, char** argv) {
     s.max_conns = max_conns;
     std::unique_ptr<ringo::Runtime> rt;
     std::unique_ptr<ringo::buf::FileTable> table;
+    std::unique_ptr<ringo::buf::BufferRing> ring;
     try {
         rt = std::make_unique<ringo::Runtime>(ringo::RuntimeOptions{}.sq_entries(1024).cq_entries(8192));
     } catch (const std::exception& e) {
@@ -195,8 +251,18 @@ int main(int argc, char** argv) {
         for (unsigned slot = max_conns; slot-- > 0;)
             s.free_slots.push_back(slot);
     }
-    std::fprintf(stderr, "echo_ringo%s: listening on 127.0.0.1:%d (ring: %s)\n", fixed ? " (fixed files)" : "", port,
-                 rb::ring_setup(*rt).c_str());
+    if (multishot) {
+        try {
+            ++nb::g_sys.ctl;
+            ring = std::make_unique<ringo::buf::BufferRing>(*rt, ringo::op::BufferGroup{0}, ring_entries, bufsz);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "echo_ringo: %s\n", e.what());
+            return 1;
+        }
+        s.ring = ring.get();
+    }
+    std::fprintf(stderr, "echo_ringo%s%s: listening on 127.0.0.1:%d (ring: %s)\n", fixed ? " (fixed files)" : "",
+                 multishot ? " (multishot + buffer ring)" : "", port, rb::ring_setup(*rt).c_str());
 
     try {
         rt->block_on(server_main(s, sfd));
@@ -212,13 +278,14 @@ int main(int argc, char** argv) {
     // operations still in flight and destroys the connection tasks' frames (their guards close
     // the plain sockets).
     table.reset();  // in-flight fixed-file operations keep their own file references
+    ring.reset();   // the streams in the connection frames keep the buffer ring until they go
     rt.reset();
     ::close(lfd);
     ::close(sfd);
 
     nb::Json j;
     j.add("bench", "echo_server")
-        .add("server", fixed ? "ringo-fixed" : "ringo")
+        .add("server", std::string(fixed ? "ringo-fixed" : "ringo") + (multishot ? "-multishot" : ""))
         .add("port", port)
         .add("conns", s.accepted)
         .add("bytes", s.bytes)
