@@ -351,6 +351,37 @@ TEST(RecvStream, AWaitingReaderReArmsAtTheFirstFreeBuffer) {
     }());
 }
 
+TEST(RecvStream, AMultishotStoppedByAFullCqReArms) {
+    // An 8-entry CQ against 64 small chunks arriving at once: the kernel cannot post them
+    // all and ends the multishot with a CQE that still carries data (no IORING_CQE_F_MORE,
+    // not -ENOBUFS). The stream must keep that data and re-arm.
+    Runtime rt(ringo::RuntimeOptions{}.sq_entries(4).cq_entries(8));
+    SocketPair sp;
+    BufferRing ring(rt, op::BufferGroup{22}, 64, 16);
+    rt.block_on([&]() -> Task<void> {
+        auto s = op::recv_multishot(sp.a, ring);
+        co_await settle(); // armed and waiting, so every chunk is a CQE of its own
+        std::string sent;
+        for (std::size_t i = 0; i < 1000; ++i)
+            sent.push_back(static_cast<char>(pattern(i)));
+        EXPECT_EQ(::send(sp.b, sent.data(), sent.size(), 0), static_cast<ssize_t>(sent.size()));
+        std::string got;
+        while (got.size() < sent.size()) {
+            Buffer b = co_await s.next();
+            if (!b) {
+                ADD_FAILURE() << "ended: " << b.result();
+                co_return;
+            }
+            got += b.view();
+        }
+        EXPECT_EQ(got, sent);
+        EXPECT_EQ(ring.stats().enobufs, 0u);
+        EXPECT_GE(s.rearms(), 1u) << "the kernel never stopped the multishot (CQ large enough?)";
+        EXPECT_TRUE(s.armed());
+    }());
+    EXPECT_GT(rt.stats().backpressure_events, 0u);
+}
+
 TEST(RecvStream, OnARegisteredFile) {
     Runtime rt;
     TcpPair tcp;

@@ -6,8 +6,8 @@
 // sees every CQE (op::has_more tells the last one apart) and calls rt.op_finished() at the
 // last. op::async_cancel(raw::completion_user_data(c)) ends any of them (final CQE
 // -ECANCELED); so do poll_remove and timeout_remove for their kinds. An error ends the
-// operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Streams built
-// on them come with the streams issue.
+// operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Multishot recv
+// into a buffer ring is also a stream: op::recv_multishot(fd, ring) in buf/recv_stream.hpp.
 //
 //   struct Log : ringo::detail::Completion { ... };   // fn = &on_cqe
 //   op::raw::queue(rt, log, [&](io_uring_sqe* s) { op::raw::prep_poll_multishot(s, fd, POLLIN); });
