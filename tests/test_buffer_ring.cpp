@@ -485,6 +485,21 @@ TEST(RecvStream, CancellingTheWaitingTaskEndsTheStream) {
     }());
 }
 
+TEST(RecvStream, CancelFromAnotherThread) {
+    Runtime rt;
+    SocketPair sp;
+    BufferRing ring(rt, op::BufferGroup{23}, 4, 64);
+    rt.block_on([&]() -> Task<void> {
+        auto s = op::recv_multishot(sp.a, ring);
+        auto h = ringo::spawn(next_result(s));
+        co_await settle();
+        std::thread([&h] { h.cancel(); }).join(); // a message to this runtime; never blocks
+        EXPECT_EQ(co_await h, -ECANCELED);
+        EXPECT_EQ(s.result(), -ECANCELED);
+        EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    }());
+}
+
 TEST(RecvStream, CancellingATaskWhoseStreamIsParked) {
     Runtime rt;
     SocketPair sp;
