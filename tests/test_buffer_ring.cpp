@@ -24,13 +24,29 @@
 
 // Counts every global operator new of this test program (the allocation tests look at the
 // difference across a window). GCC sees the replaced delete's free() inlined next to a `new`
-// and calls it a mismatch; the pair is matched (both malloc-based).
+// and calls it a mismatch; the pair is matched (both malloc-based). Clang's static TSan
+// runtime defines operator new itself: under TSan there is no counter and the allocation
+// checks are skipped (they run in the other builds).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGO_TEST_NO_ALLOC_COUNTER 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define RINGO_TEST_NO_ALLOC_COUNTER 1
+#endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 namespace {
 std::atomic<long> g_allocs{0};
-}
+#ifdef RINGO_TEST_NO_ALLOC_COUNTER
+constexpr bool counting_allocations = false;
+#else
+constexpr bool counting_allocations = true;
+#endif
+} // namespace
+#ifndef RINGO_TEST_NO_ALLOC_COUNTER
 void* operator new(std::size_t n) {
     g_allocs.fetch_add(1, std::memory_order_relaxed);
     if (void* p = std::malloc(n ? n : 1))
@@ -39,6 +55,7 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace {
 
@@ -631,11 +648,14 @@ TEST(RecvStream, TenThousandStartThenCancelRounds) {
         co_return Counts{g_allocs.load() - before, wrong};
     }());
     EXPECT_EQ(c.wrong, 0);
-    // Dropped streams whose final CQE had not arrived yet need fresh nodes; the rest come
-    // from the pool. Well under one allocation per round.
-    EXPECT_LT(c.allocs, 200);
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
     EXPECT_EQ(ring.lent(), 0u);
+    if (!counting_allocations)
+        GTEST_SKIP() << "no allocation counter under TSan";
+    // A dropped stream's node lives until its final CQE, so the first drops need a few more
+    // nodes; the pool keeps them and every later round reuses one (measured: 5, then 0 when
+    // the test repeats on the same thread).
+    EXPECT_LE(c.allocs, 16);
 }
 
 TEST(RecvStream, ReceivingAllocatesNothing) {
@@ -667,8 +687,10 @@ TEST(RecvStream, ReceivingAllocatesNothing) {
         }
         co_return g_allocs.load() - before;
     }());
-    EXPECT_EQ(during, 0);
     EXPECT_GT(ring.stats().enobufs, 0u);
+    if (!counting_allocations)
+        GTEST_SKIP() << "no allocation counter under TSan";
+    EXPECT_EQ(during, 0);
 }
 
 TEST(RecvStream, RuntimeDestroyedWithAStreamArmedInADetachedTask) {
