@@ -1394,7 +1394,6 @@ TEST(CancelRaceStress, RecvWhileItsDataArrives) {
         }
     }());
     drain_socket(sp.fd[0], &received);
-    std::printf("DBG data %d cancelled %d\n", with_data, cancelled);
     EXPECT_EQ(other, 0);
     EXPECT_EQ(with_data + cancelled, kRace);
     EXPECT_GE(with_data, kRace / 5); // every case-0 round
@@ -1451,7 +1450,6 @@ TEST(CancelRaceStress, RecvAndWithTimeoutAgainstAWriterThread) {
     writer.join();
     drain_socket(sp.fd[0], &received);
     EXPECT_EQ(other, 0);
-    std::printf("DBG data %d cancelled %d timed_out %d written %zu\n", with_data, cancelled, timed_out, written.size());
     EXPECT_EQ(with_data + cancelled + timed_out, kRace);
     EXPECT_EQ(received.size(), written.size());
     EXPECT_TRUE(received == written) << "bytes lost, duplicated or reordered";
@@ -1559,7 +1557,6 @@ TEST(CancelRaceStress, TimeoutExpiringAsItIsCancelled) {
         }
     }());
     EXPECT_EQ(other, 0);
-    std::printf("DBG expired %d cancelled %d\n", expired, cancelled);
     EXPECT_EQ(expired + cancelled, kRace);
     EXPECT_GE(cancelled, kRace / 3); // at least the rounds cancelled before they started
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
