@@ -224,3 +224,26 @@ TEST(Runtime, HandleOfTaskAbandonedByRuntimeThrowsOnJoin) {
 }
 
 } // namespace
+
+TEST(Runtime, LoopNowIsReadOncePerTurnOfTheLoop) {
+    Runtime rt;
+    struct Seen {
+        std::uint64_t a = 0, b = 0, real = 0, after_sleep = 0, after_nop = 0, before_nop = 0;
+    } s;
+    rt.block_on([](Seen& out) -> Task<void> {
+        Runtime& r = *Runtime::current();
+        out.a = r.loop_now_ns();
+        ::usleep(1000);               // the real clock moves on ...
+        out.b = r.loop_now_ns();      // ... the loop's reading of this turn does not
+        out.real = ringo::detail::now_ns();
+        co_await ringo::sleep_for(std::chrono::milliseconds(2));
+        out.after_sleep = r.loop_now_ns(); // a later turn: read again
+        out.before_nop = ringo::detail::now_ns();
+        co_await ringo::op::nop();
+        out.after_nop = r.loop_now_ns();
+    }(s));
+    EXPECT_EQ(s.a, s.b);
+    EXPECT_GE(s.real, s.a + 1'000'000u);
+    EXPECT_GE(s.after_sleep, s.a + 2'000'000u);
+    EXPECT_GE(s.after_nop, s.before_nop); // the NOP's completion came in a new turn
+}

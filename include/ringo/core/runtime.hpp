@@ -258,6 +258,17 @@ public:
     /// (a stream re-arming itself) must not, since nothing would reap it.
     [[nodiscard]] bool shutting_down() const noexcept { return discard_; }
 
+    /// CLOCK_MONOTONIC in nanoseconds, read at most once per turn of the event loop: the
+    /// first call after the loop collected completions reads the clock, later calls in the
+    /// same turn return that reading (owner thread). For time-stamping many completions of
+    /// one batch (latency accounting) without a clock read each; it lags the real clock by
+    /// what the turn has run so far, so deadlines (sleep_for, with_timeout) do not use it.
+    [[nodiscard]] std::uint64_t loop_now_ns() noexcept {
+        if (loop_now_ == 0) [[unlikely]]
+            loop_now_ = detail::now_ns();
+        return loop_now_;
+    }
+
     /// Arms a user-space timer (owner thread). Its `fire` runs from the loop once the
     /// deadline has passed.
     void add_timer(detail::TimerEntry& t) { timers_.push(&t); }
@@ -338,6 +349,7 @@ private:
     void run_ready();
     void step_with_work_or_timers();
     void reap() {
+        loop_now_ = 0; // a new turn: loop_now_ns() reads the clock again
         cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
         if (ring_.cq_overflowed()) [[unlikely]]
             reap_overflow();
@@ -389,6 +401,7 @@ private:
     std::uint32_t in_flight_ = 0;
     unsigned flush_interval_;
     unsigned budget_ = 0; // resumptions left before the loop flushes I/O
+    std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
     bool discard_ = false;
     bool wants_events_; // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
