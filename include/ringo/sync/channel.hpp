@@ -112,11 +112,7 @@ public:
             return suspend_slow(h, c);
         }
         /// 0, -EPIPE (closed) or -ECANCELED.
-        int await_resume() noexcept {
-            if (this->suspended) [[unlikely]]
-                this->finished();
-            return this->res;
-        }
+        int await_resume() noexcept { return this->wait_result(); }
 
     private:
         // The lock is held.
@@ -127,19 +123,11 @@ public:
                 this->res = r;
                 return false;
             }
-            Runtime* rt = detail::t_current;
-            if (!rt) [[unlikely]] {
-                ch.lock_.unlock();
-                throw std::logic_error("ringo: Channel::send would wait outside a runtime; use send_blocking");
-            }
-            this->link(ch.send_waiters_, h, *rt);
-            ch.lock_.unlock();
-            this->cancel_fn = &on_cancel;
+            this->cancel_fn = &this->cancel_unlinking;
             this->ctx = c;
-            this->registered();
+            this->suspend_in(ch.send_waiters_, h, "ringo: Channel::send would wait outside a runtime; use send_blocking");
             return true;
         }
-        static void on_cancel(detail::Waitable* w) noexcept { static_cast<SendAwaiter*>(w)->cancel_linked(); }
         Channel* ch_;
     };
 
@@ -185,19 +173,11 @@ public:
             Channel& ch = *ch_;
             if (ch.recv_locked(this->value)) // done; the lock was released
                 return false;
-            Runtime* rt = detail::t_current;
-            if (!rt) [[unlikely]] {
-                ch.lock_.unlock();
-                throw std::logic_error("ringo: Channel::recv would wait outside a runtime; use recv_blocking");
-            }
-            this->link(ch.recv_waiters_, h, *rt);
-            ch.lock_.unlock();
-            this->cancel_fn = &on_cancel;
+            this->cancel_fn = &this->cancel_unlinking;
             this->ctx = c;
-            this->registered();
+            this->suspend_in(ch.recv_waiters_, h, "ringo: Channel::recv would wait outside a runtime; use recv_blocking");
             return true;
         }
-        static void on_cancel(detail::Waitable* w) noexcept { static_cast<RecvAwaiter*>(w)->cancel_linked(); }
         Channel* ch_;
     };
 

@@ -70,11 +70,7 @@ public:
         }
         /// 0 (notified) or -ECANCELED; the mutex is locked either way. -EPERM: it was not
         /// locked, nothing waited.
-        int await_resume() noexcept {
-            if (suspended)
-                finished();
-            return res;
-        }
+        int await_resume() noexcept { return wait_result(); }
 
     private:
         static void on_cancel(detail::Waitable* w) noexcept {

@@ -21,8 +21,8 @@ public:
 
     class WaitAwaiter : detail::WaitNode {
     public:
-        explicit WaitAwaiter(Event* e) noexcept : WaitNode(e->lock_), e_(e) { cancel_fn = &on_cancel; }
-        WaitAwaiter(WaitAwaiter&& o) noexcept : WaitNode(std::move(o)), e_(o.e_) { cancel_fn = &on_cancel; }
+        explicit WaitAwaiter(Event* e) noexcept : WaitNode(e->lock_), e_(e) { cancel_fn = &cancel_unlinking; }
+        WaitAwaiter(WaitAwaiter&& o) noexcept : WaitNode(std::move(o)), e_(o.e_) { cancel_fn = &cancel_unlinking; }
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
@@ -38,26 +38,14 @@ public:
                 res = 0;
                 return false;
             }
-            Runtime* r = detail::t_current;
-            if (!r) [[unlikely]] {
-                e.lock_.unlock();
-                throw std::logic_error("ringo: Event::wait would wait outside a runtime; use wait_blocking");
-            }
-            link(e.waiters_, h, *r);
-            e.lock_.unlock();
-            registered();
+            suspend_in(e.waiters_, h, "ringo: Event::wait would wait outside a runtime; use wait_blocking");
             return true;
         }
         /// 0 once the event is set, -ECANCELED when the task was cancelled first, -EPIPE when
         /// the event was destroyed.
-        int await_resume() noexcept {
-            if (suspended)
-                finished();
-            return res;
-        }
+        int await_resume() noexcept { return wait_result(); }
 
     private:
-        static void on_cancel(detail::Waitable* w) noexcept { static_cast<WaitAwaiter*>(w)->cancel_linked(); }
         Event* e_;
     };
 

@@ -57,8 +57,8 @@ public:
 
     class LockAwaiter : detail::WaitNode {
     public:
-        explicit LockAwaiter(Mutex* m) noexcept : WaitNode(m->lock_), m_(m) { cancel_fn = &on_cancel; }
-        LockAwaiter(LockAwaiter&& o) noexcept : WaitNode(std::move(o)), m_(o.m_) { cancel_fn = &on_cancel; }
+        explicit LockAwaiter(Mutex* m) noexcept : WaitNode(m->lock_), m_(m) { cancel_fn = &cancel_unlinking; }
+        LockAwaiter(LockAwaiter&& o) noexcept : WaitNode(std::move(o)), m_(o.m_) { cancel_fn = &cancel_unlinking; }
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
@@ -75,25 +75,13 @@ public:
                 res = 0;
                 return false;
             }
-            Runtime* r = detail::t_current;
-            if (!r) [[unlikely]] {
-                m.lock_.unlock();
-                throw std::logic_error("ringo: Mutex::lock would wait outside a runtime; use lock_blocking");
-            }
-            link(m.waiters_, h, *r);
-            m.lock_.unlock();
-            registered();
+            suspend_in(m.waiters_, h, "ringo: Mutex::lock would wait outside a runtime; use lock_blocking");
             return true;
         }
         /// 0 (locked), -ECANCELED (not locked), -EPIPE (the mutex was destroyed).
-        int await_resume() noexcept {
-            if (suspended)
-                finished();
-            return res;
-        }
+        int await_resume() noexcept { return wait_result(); }
 
     private:
-        static void on_cancel(detail::Waitable* w) noexcept { static_cast<LockAwaiter*>(w)->cancel_linked(); }
         Mutex* m_;
     };
 

@@ -66,23 +66,12 @@ public:
                 res = 0;
                 return false;
             }
-            Runtime* r = detail::t_current;
-            if (!r) [[unlikely]] {
-                s.lock_.unlock();
-                throw std::logic_error("ringo: Semaphore::acquire would wait outside a runtime; use acquire_blocking");
-            }
-            link(s.waiters_, h, *r);
-            s.lock_.unlock();
-            registered();
+            suspend_in(s.waiters_, h, "ringo: Semaphore::acquire would wait outside a runtime; use acquire_blocking");
             return true;
         }
         /// 0 (the permits are taken), -ECANCELED (none taken), -EINVAL (n > max_permits),
         /// -EPIPE (the semaphore was destroyed).
-        int await_resume() noexcept {
-            if (suspended)
-                finished();
-            return res;
-        }
+        int await_resume() noexcept { return wait_result(); }
 
     private:
         static void on_cancel(detail::Waitable* w) noexcept {

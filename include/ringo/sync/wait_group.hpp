@@ -23,8 +23,8 @@ public:
 
     class WaitAwaiter : detail::WaitNode {
     public:
-        explicit WaitAwaiter(WaitGroup* g) noexcept : WaitNode(g->lock_), g_(g) { cancel_fn = &on_cancel; }
-        WaitAwaiter(WaitAwaiter&& o) noexcept : WaitNode(std::move(o)), g_(o.g_) { cancel_fn = &on_cancel; }
+        explicit WaitAwaiter(WaitGroup* g) noexcept : WaitNode(g->lock_), g_(g) { cancel_fn = &cancel_unlinking; }
+        WaitAwaiter(WaitAwaiter&& o) noexcept : WaitNode(std::move(o)), g_(o.g_) { cancel_fn = &cancel_unlinking; }
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
@@ -40,26 +40,14 @@ public:
                 res = 0;
                 return false;
             }
-            Runtime* r = detail::t_current;
-            if (!r) [[unlikely]] {
-                g.lock_.unlock();
-                throw std::logic_error("ringo: WaitGroup::wait would wait outside a runtime; use wait_blocking");
-            }
-            link(g.waiters_, h, *r);
-            g.lock_.unlock();
-            registered();
+            suspend_in(g.waiters_, h, "ringo: WaitGroup::wait would wait outside a runtime; use wait_blocking");
             return true;
         }
         /// 0 once the count is zero, -ECANCELED when the task was cancelled first, -EPIPE when
         /// the group was destroyed.
-        int await_resume() noexcept {
-            if (suspended)
-                finished();
-            return res;
-        }
+        int await_resume() noexcept { return wait_result(); }
 
     private:
-        static void on_cancel(detail::Waitable* w) noexcept { static_cast<WaitAwaiter*>(w)->cancel_linked(); }
         WaitGroup* g_;
     };
 

@@ -174,15 +174,6 @@ inline void abandon_all(SpinLock& l, WaitList& list, int res) noexcept {
     wake_chain(all);
 }
 
-/// The runtime that will resume a coroutine suspending now; throws when there is none (a
-/// primitive's wait cannot be awaited outside a runtime: use its *_blocking form).
-inline Runtime& waiting_runtime(const char* what) {
-    Runtime* rt = t_current;
-    if (!rt) [[unlikely]]
-        throw std::logic_error(what);
-    return *rt;
-}
-
 /// Throws when a plain-thread blocking form is called on a runtime's thread (it would stop
 /// that runtime, and deadlock if the other side runs there).
 inline void check_blocking_allowed(const char* what) {
@@ -229,6 +220,20 @@ struct WaitNode : SyncWaiter {
         list = &l;
         l.push_back(this);
     }
+    /// In await_suspend, with the lock held, once the awaiter must wait: queues this node in
+    /// `l` for `hh` on the current runtime, releases the lock and registers the wait with
+    /// `ctx` (set before) for cancellation. Outside a runtime it releases the lock and throws
+    /// std::logic_error(`what`): a primitive's wait there needs its *_blocking form.
+    void suspend_in(WaitList& l, std::coroutine_handle<> hh, const char* what) {
+        Runtime* r = t_current;
+        if (!r) [[unlikely]] {
+            lock->unlock();
+            throw std::logic_error(what);
+        }
+        link(l, hh, *r);
+        lock->unlock();
+        registered();
+    }
     /// After linking and unlocking: the task's cancellation now reaches this wait.
     void registered() noexcept {
         suspended = true;
@@ -239,6 +244,12 @@ struct WaitNode : SyncWaiter {
         suspended = false;
         if (ctx->waiting == this)
             ctx->waiting = nullptr;
+    }
+    /// await_resume of a wait whose result is `res`.
+    int wait_result() noexcept {
+        if (suspended) [[unlikely]]
+            finished();
+        return res;
     }
     /// The common cancel (owner thread): if still queued, unlink, end the wait with
     /// -ECANCELED and resume it. False when a waker had already ended the wait (its
@@ -257,6 +268,8 @@ struct WaitNode : SyncWaiter {
         rt->schedule(h);
         return true;
     }
+    /// The cancel_fn of an awaiter whose cancellation is cancel_linked().
+    static void cancel_unlinking(Waitable* w) noexcept { static_cast<WaitNode*>(w)->cancel_linked(); }
 };
 
 } // namespace ringo::detail
