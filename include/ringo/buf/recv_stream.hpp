@@ -25,6 +25,7 @@
 #include <utility>
 
 #include <ringo/buf/buffer_ring.hpp>
+#include <ringo/core/node_pool.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/common.hpp>
 #include <ringo/op/multishot.hpp>
@@ -58,30 +59,8 @@ struct RecvNode : ringo::detail::Completion, BufferWaiter {
     RecvNode* free_next = nullptr;
 
     // --- the pool
-    struct Pool {
-        RecvNode* free = nullptr;
-        Pool() = default;
-        Pool(const Pool&) = delete;
-        Pool& operator=(const Pool&) = delete;
-        ~Pool() {
-            while (RecvNode* n = free) {
-                free = n->free_next;
-                delete n;
-            }
-        }
-    };
-    static Pool& pool() noexcept {
-        thread_local Pool p;
-        return p;
-    }
     static RecvNode* acquire() {
-        Pool& p = pool();
-        RecvNode* n = p.free;
-        if (n)
-            p.free = n->free_next;
-        else
-            n = new RecvNode;
-        *n = RecvNode{};
+        RecvNode* n = ringo::detail::ThreadNodePool<RecvNode, &RecvNode::free_next>::acquire();
         n->fn = &on_cqe;
         n->on_buffers = &on_buffers_back;
         return n;
@@ -89,9 +68,7 @@ struct RecvNode : ringo::detail::Completion, BufferWaiter {
     /// Drops the node's hold on the ring and puts it back in the pool.
     void release() noexcept {
         RingState* r = ring;
-        Pool& p = pool();
-        free_next = p.free;
-        p.free = this;
+        ringo::detail::ThreadNodePool<RecvNode, &RecvNode::free_next>::recycle(this);
         if (r)
             r->unref();
     }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <utility>
 
+#include <ringo/core/node_pool.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/common.hpp>
 
@@ -43,37 +44,10 @@ struct Node : ringo::detail::Completion {
     bool notif_done = false;
 };
 
-struct Pool {
-    Node* free = nullptr;
-    Pool() = default;
-    Pool(const Pool&) = delete;
-    Pool& operator=(const Pool&) = delete;
-    ~Pool() {
-        while (Node* n = free) {
-            free = n->next;
-            delete n;
-        }
-    }
-};
-inline Pool& pool() noexcept {
-    thread_local Pool p;
-    return p;
-}
-inline Node* acquire() {
-    Pool& p = pool();
-    Node* n = p.free;
-    if (n)
-        p.free = n->next;
-    else
-        n = new Node;
-    *n = Node{};
-    return n;
-}
-inline void recycle(Node* n) noexcept {
-    Pool& p = pool();
-    n->next = p.free;
-    p.free = n;
-}
+/// Nodes outlive the send (the kernel holds the buffer until the notification CQE).
+using NodePool = ringo::detail::ThreadNodePool<Node, &Node::next>;
+inline Node* acquire() { return NodePool::acquire(); }
+inline void recycle(Node* n) noexcept { NodePool::recycle(n); }
 
 inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags);
 
