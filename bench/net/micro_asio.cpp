@@ -440,24 +440,36 @@ struct PairResult {
   std::uint64_t received = 0, sum = 0;
 };
 
-asio::awaitable<void> producer(U64Channel& ch, std::uint64_t messages, PairResult& res) {
+// Sends 0..messages-1, then eof (end of stream). Ch: channel or concurrent_channel.
+template <class Ch>
+asio::awaitable<void> send_all(Ch& ch, std::uint64_t messages) {
   for (std::uint64_t i = 0; i < messages; ++i) co_await ch.async_send(asio::error_code{}, i, asio::use_awaitable);
-  co_await ch.async_send(asio::error::eof, std::uint64_t{0}, asio::use_awaitable);  // end of stream
-  res.producer_done = true;
+  co_await ch.async_send(asio::error::eof, std::uint64_t{0}, asio::use_awaitable);
 }
 
-asio::awaitable<void> consumer(U64Channel& ch, PairResult& res) {
-  std::uint64_t n = 0, sum = 0;
+// Receives until eof; counts and sums what came.
+template <class Ch>
+asio::awaitable<void> receive_all(Ch& ch, std::uint64_t& received, std::uint64_t& sum) {
+  std::uint64_t n = 0, s = 0;
   for (;;) {
     asio::error_code ec;
     std::uint64_t v = co_await ch.async_receive(asio::redirect_error(asio::use_awaitable, ec));
     if (ec == asio::error::eof) break;
     if (ec) throw asio::system_error(ec, "channel receive");
     ++n;
-    sum += v;
+    s += v;
   }
-  res.received = n;
-  res.sum = sum;
+  received = n;
+  sum = s;
+}
+
+asio::awaitable<void> producer(U64Channel& ch, std::uint64_t messages, PairResult& res) {
+  co_await send_all(ch, messages);
+  res.producer_done = true;
+}
+
+asio::awaitable<void> consumer(U64Channel& ch, PairResult& res) {
+  co_await receive_all(ch, res.received, res.sum);
   res.consumer_done = true;
 }
 
@@ -526,23 +538,12 @@ struct Side {
 };
 
 asio::awaitable<void> xproducer(XChannel& ch, std::uint64_t messages, Side& side) {
-  for (std::uint64_t i = 0; i < messages; ++i) co_await ch.async_send(asio::error_code{}, i, asio::use_awaitable);
-  co_await ch.async_send(asio::error::eof, std::uint64_t{0}, asio::use_awaitable);  // end of stream
+  co_await send_all(ch, messages);
   side.done = true;
 }
 
 asio::awaitable<void> xconsumer(XChannel& ch, Side& side) {
-  std::uint64_t n = 0, sum = 0;
-  for (;;) {
-    asio::error_code ec;
-    std::uint64_t v = co_await ch.async_receive(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec == asio::error::eof) break;
-    if (ec) throw asio::system_error(ec, "channel receive");
-    ++n;
-    sum += v;
-  }
-  side.received = n;
-  side.sum = sum;
+  co_await receive_all(ch, side.received, side.sum);
   side.done = true;
 }
 
