@@ -15,13 +15,17 @@ namespace ringo::buf {
 
 namespace {
 
-std::string describe_register_error(int err, unsigned group, unsigned entries, std::size_t size) {
+std::string describe_register_error(int err, unsigned group, unsigned entries, std::size_t size, bool single_issuer) {
     std::string what = "ringo: BufferRing: registering buffer group " + std::to_string(group) + " (" +
                        std::to_string(entries) + " buffers of " + std::to_string(size) + " bytes)";
     switch (err) {
     case EEXIST:
-        return what + " failed: the group id is already in use on this ring (another BufferRing, or a "
-                      "provide_buffers group)";
+        // The kernel answers EEXIST for a group id already registered on the ring, and on a
+        // SINGLE_ISSUER ring for a caller that is not its submitter task. The constructor
+        // has checked the thread, but the kernel's notion of the submitter is its own.
+        return what + " failed with EEXIST: group " + std::to_string(group) +
+               " is already registered on this ring (by another BufferRing or a provide_buffers group)" +
+               (single_issuer ? ", or the kernel does not take this thread as the SINGLE_ISSUER ring's submitter" : "");
     case EINVAL:
         return what + " was refused: IORING_REGISTER_PBUF_RING needs kernel 5.19, or the kernel does not take "
                       "these arguments";
@@ -35,6 +39,9 @@ std::string describe_register_error(int err, unsigned group, unsigned entries, s
 } // namespace
 
 BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std::size_t buffer_size) : s_(nullptr) {
+    if (!rt.on_owner_thread())
+        throw std::logic_error("ringo: BufferRing: constructed on a thread that is not its Runtime's (a ring's "
+                               "buffer groups are registered and used by the thread that created the Runtime)");
     if (entries == 0 || entries > 32768 || (entries & (entries - 1)) != 0)
         throw std::invalid_argument("ringo: BufferRing: entries must be a power of two between 1 and 32768, got " +
                                     std::to_string(entries));
@@ -82,7 +89,8 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     reg.bgid = group.id;
     if (int r = io_uring_register_buf_ring(&rt.ring().raw(), &reg, 0); r < 0) {
         ::munmap(map, st->map_bytes);
-        throw std::system_error(-r, std::generic_category(), describe_register_error(-r, group.id, entries, buffer_size));
+        throw std::system_error(-r, std::generic_category(), describe_register_error(-r, group.id, entries, buffer_size,
+                                                        (rt.setup_flags() & uring::compat::setup::single_issuer) != 0));
     }
     next.release();
     len.release();

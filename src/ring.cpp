@@ -1,5 +1,6 @@
 #include <ringo/uring/ring.hpp>
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 
 namespace ringo::uring {
@@ -87,13 +89,36 @@ std::string describe_setup_error(int err, const RingParams& p, std::uint32_t fla
     case EINVAL:
         msg += ": the kernel rejected these parameters even after dropping optional flags";
         break;
-    case EBADF:
-        msg += ": attach_wq names a file descriptor that is not an io_uring";
-        break;
     default:
         break;
     }
+    if (p.attach_wq_fd >= 0 && (err == ENXIO || err == EBADF || err == EINVAL)) {
+        // The kernel answers ENXIO for a wq_fd that is not open and EINVAL for one that is not
+        // an io_uring: name the option, which the bare errno does not.
+        msg += "; RuntimeOptions::attach_wq asked to share the io-wq workers of ring fd " +
+               std::to_string(p.attach_wq_fd) +
+               (err == EINVAL ? ", which must be an open io_uring descriptor" : ", which is not an open descriptor");
+    }
     return msg;
+}
+
+// RuntimeOptions::attach_wq names another ring's descriptor: check it before the kernel
+// does, so the error names the option instead of a bare ENXIO or EINVAL.
+void check_attach_wq_fd(int fd) {
+    const std::string opt = "ringo: RuntimeOptions::attach_wq: fd " + std::to_string(fd);
+    if (::fcntl(fd, F_GETFD) < 0)
+        throw std::system_error(errno, std::generic_category(),
+                                opt + " is not an open descriptor (was the runtime whose io-wq workers were to "
+                                      "be shared destroyed?)");
+    char link[64];
+    std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = ::readlink(proc.c_str(), link, sizeof link - 1);
+    if (n < 0)
+        return; // no /proc: the kernel checks it
+    link[n] = '\0';
+    if (std::strcmp(link, "anon_inode:[io_uring]") != 0)
+        throw std::invalid_argument(opt + " is not an io_uring (it is " + link +
+                                    "); pass another Runtime or its ring_fd()");
 }
 
 } // namespace
@@ -151,6 +176,9 @@ Ring::Ring(const RingParams& params) {
                                     std::to_string(params.cq_entries));
     if (params.sq_thread_cpu >= 0 && !(params.flags & compat::setup::sqpoll))
         throw std::invalid_argument("ringo: an SQPOLL cpu was given without SQPOLL");
+
+    if (params.attach_wq_fd >= 0)
+        check_attach_wq_fd(params.attach_wq_fd);
 
     RingParams attempt = params;
     for (;;) {

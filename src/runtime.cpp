@@ -108,12 +108,11 @@ void TimerHeap::sift_down(std::size_t i) noexcept {
     place(i, t);
 }
 
-void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept {
-    if (rt) {
-        if (auto fn = rt->options().detached_exception_handler()) {
-            fn(e);
-            return;
-        }
+void ExceptionSink::report(std::exception_ptr e) noexcept {
+    reported.fetch_add(1, std::memory_order_relaxed);
+    if (handler) {
+        handler(e);
+        return;
     }
     try {
         std::rethrow_exception(e);
@@ -136,13 +135,18 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
                 l->task_ended();
         }
     } pool_count{rt->pool_link()};
+    // Ended with an exception: keep a reference to the runtime's sink for whoever consumes
+    // the result (a detach reports through it, a join releases it). Written before the
+    // exchange publishes the completion.
+    if (p.exc_) [[unlikely]]
+        p.exc_sink_ = rt->exception_sink().acquire();
     std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
     if (old == join_running) [[likely]]
         return std::noop_coroutine();
     if (old == join_detached) {
         if (p.exc_) {
-            rt->count_detached_exception();
-            report_detached_exception(rt, p.exc_);
+            p.exc_sink_->report(p.exc_);
+            p.exc_sink_->release();
         }
         self.destroy();
         return std::noop_coroutine();
@@ -172,7 +176,7 @@ RuntimeOptions& RuntimeOptions::attach_wq(const Runtime& other) noexcept {
 
 Runtime::Runtime(const RuntimeOptions& options)
     : ring_(options.ring_params()), opts_(options), flush_interval_(options.flush_interval()),
-      owner_thread_(std::this_thread::get_id()) {
+      owner_thread_(std::this_thread::get_id()), exc_sink_(options.detached_exception_handler()) {
     using namespace uring::compat::setup;
     wants_events_ = (ring_.setup_flags() & (defer_taskrun | iopoll)) != 0;
     wake_.fn = &Runtime::on_wake;
@@ -225,7 +229,7 @@ RuntimeStats Runtime::stats() const noexcept {
     s.cqes = cqes_;
     s.resumptions = resumptions_;
     s.tasks_spawned = tasks_spawned_;
-    s.detached_exceptions = detached_exceptions_;
+    s.detached_exceptions = exc_sink_->reported.load(std::memory_order_relaxed);
     s.backpressure_events = backpressure_;
     s.ops_in_flight = in_flight_;
     s.remote_items = remote_items_.load(std::memory_order_relaxed);

@@ -157,12 +157,32 @@ TEST(BufferRing, GroupInUseIsASetupErrorUntilTheOwnerGoes) {
     } catch (const std::system_error& e) {
         EXPECT_EQ(e.code().value(), EEXIST);
         EXPECT_NE(std::string(e.what()).find("group 7"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("already in use"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("already registered"), std::string::npos) << e.what();
     }
     BufferRing other(rt, op::BufferGroup{8}, 4, 64); // another id is fine
     first.reset();                                   // unregisters group 7
     BufferRing again(rt, op::BufferGroup{7}, 4, 64);
     EXPECT_EQ(again.group().id, 7);
+}
+
+TEST(BufferRing, ConstructedOnAnotherThreadIsALogicError) {
+    Runtime rt;
+    std::string what;
+    bool logic = false;
+    std::thread([&] {
+        try {
+            BufferRing r(rt, op::BufferGroup{3}, 4, 64);
+        } catch (const std::logic_error& e) {
+            logic = true;
+            what = e.what();
+        } catch (const std::exception& e) {
+            what = e.what();
+        }
+    }).join();
+    EXPECT_TRUE(logic) << what;
+    EXPECT_NE(what.find("thread"), std::string::npos) << what;
+    BufferRing here(rt, op::BufferGroup{3}, 4, 64); // nothing was left registered
+    EXPECT_EQ(here.group().id, 3);
 }
 
 TEST(BufferRing, SingleShotRecvAndTake) {

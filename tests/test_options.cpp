@@ -10,7 +10,9 @@
 
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 #include <system_error>
+#include <tuple>
 
 using ringo::Runtime;
 using ringo::RuntimeOptions;
@@ -64,6 +66,38 @@ TEST(Options, CoopTaskrunReplacesDeferTaskrun) {
     EXPECT_TRUE(p.flags & setup::coop_taskrun);
     EXPECT_TRUE(p.flags & setup::taskrun_flag);
     EXPECT_FALSE(p.flags & setup::defer_taskrun);
+}
+
+TEST(Options, AttachWqToAClosedDescriptorNamesTheOption) {
+    int fd;
+    {
+        Runtime gone;
+        fd = ::dup(gone.ring_fd());
+        ASSERT_GE(fd, 0);
+    }
+    ASSERT_EQ(::close(fd), 0); // now nothing is open at fd
+    try {
+        Runtime b{RuntimeOptions{}.attach_wq_fd(fd)};
+        ADD_FAILURE() << "attach_wq to a closed descriptor set up a ring";
+    } catch (const std::system_error& e) {
+        EXPECT_EQ(e.code().value(), EBADF);
+        EXPECT_NE(std::string(e.what()).find("attach_wq"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("fd " + std::to_string(fd)), std::string::npos) << e.what();
+    }
+}
+
+TEST(Options, AttachWqToADescriptorThatIsNotARingNamesTheOption) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    try {
+        Runtime b{RuntimeOptions{}.attach_wq_fd(p[0])};
+        ADD_FAILURE() << "attach_wq to a pipe set up a ring";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("attach_wq"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("not an io_uring"), std::string::npos) << e.what();
+    }
+    ::close(p[0]);
+    ::close(p[1]);
 }
 
 TEST(Options, SubmitAllOff) { EXPECT_FALSE(RuntimeOptions{}.submit_all(false).to_params().flags & setup::submit_all); }
@@ -289,11 +323,37 @@ TEST(Probe, UnsupportedOpcodeCompletesWithEopnotsupp) {
     EXPECT_EQ(rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::nop(); }()), 0);
 }
 
-TEST(Probe, OpcodesOlderThanTheProbeAreNotGated) {
+TEST(Probe, OpcodesOlderThanTheProbeAreAllSupported) {
     // NOP .. EPOLL_CTL exist on every kernel that has the probe, which ringo requires.
     Runtime rt;
     for (unsigned op = 0; op <= ringo::uring::Probe::always_present_last; ++op)
         EXPECT_TRUE(rt.supports(static_cast<std::uint8_t>(op))) << "opcode " << op;
+}
+
+// One rule: a hidden opcode is refused whether the operation is awaited alone or in a group,
+// also for the oldest opcodes (read is opcode 22, older than the probe).
+TEST(Probe, HiddenOpcodeIsRefusedAloneAndInAGroupAlike) {
+    Runtime rt;
+    namespace opc = ringo::uring::compat::opcode;
+    rt.probe().set_supported(opc::read, false);
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    ASSERT_EQ(::write(p[1], "abc", 3), 3);
+    auto before = rt.stats().sqes_submitted;
+    auto [alone, in_group, nop] = rt.block_on([&]() -> ringo::Task<std::tuple<int, int, int>> {
+        char buf[8];
+        int a = co_await ringo::op::read(p[0], buf, sizeof buf, 0);
+        auto [g, n] = co_await ringo::when_all(ringo::op::read(p[0], buf, sizeof buf, 0), ringo::op::nop());
+        co_return std::tuple{a, g, n};
+    }());
+    EXPECT_EQ(alone, -EOPNOTSUPP);
+    EXPECT_EQ(in_group, -EOPNOTSUPP);
+    EXPECT_EQ(nop, -EOPNOTSUPP); // the group is refused as a whole, before anything is submitted
+    EXPECT_EQ(rt.stats().sqes_submitted, before);
+    char left[8];
+    EXPECT_EQ(::read(p[0], left, sizeof left), 3); // nothing read the pipe
+    ::close(p[0]);
+    ::close(p[1]);
 }
 
 } // namespace

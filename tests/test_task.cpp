@@ -190,6 +190,77 @@ TEST(Spawn, DetachedExceptionIsReportedNotFatal) {
     EXPECT_EQ(rt.stats().detached_exceptions, 1u);
 }
 
+// The other order: the task has already ended with its exception when the handle is
+// detached (or dropped). The report goes to the same handler, once.
+TEST(Spawn, DetachAfterTheTaskEndedWithAnExceptionReportsOnce) {
+    g_detached_reports = 0;
+    Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
+    auto t = []() -> Task<void> {
+        auto h = ringo::spawn(thrower());
+        while (!h.is_finished())
+            co_await ringo::yield();
+        EXPECT_EQ(g_detached_reports.load(), 0); // held: not reported yet
+        h.detach();
+        EXPECT_EQ(g_detached_reports.load(), 1);
+        h.detach(); // an empty handle: nothing more
+    };
+    rt.block_on(t());
+    EXPECT_EQ(g_detached_reports.load(), 1);
+    EXPECT_EQ(rt.stats().detached_exceptions, 1u);
+}
+
+TEST(Spawn, DroppingTheHandleOfATaskThatEndedWithAnExceptionReportsOnce) {
+    g_detached_reports = 0;
+    Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
+    auto t = []() -> Task<void> {
+        {
+            auto h = ringo::spawn(thrower());
+            while (!h.is_finished())
+                co_await ringo::yield();
+        } // dropped here
+        EXPECT_EQ(g_detached_reports.load(), 1);
+    };
+    rt.block_on(t());
+    EXPECT_EQ(g_detached_reports.load(), 1);
+    EXPECT_EQ(rt.stats().detached_exceptions, 1u);
+}
+
+TEST(Spawn, JoiningATaskThatEndedWithAnExceptionRethrowsAndReportsNothing) {
+    g_detached_reports = 0;
+    Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
+    auto t = []() -> Task<bool> {
+        auto h = ringo::spawn(thrower());
+        while (!h.is_finished())
+            co_await ringo::yield();
+        try {
+            (void)co_await h;
+        } catch (const std::runtime_error&) {
+            co_return true;
+        }
+        co_return false;
+    };
+    EXPECT_TRUE(rt.block_on(t()));
+    EXPECT_EQ(g_detached_reports.load(), 0);
+    EXPECT_EQ(rt.stats().detached_exceptions, 0u);
+}
+
+TEST(Spawn, HandleDetachedAfterItsRuntimeIsGoneStillReportsToThatRuntimesHandler) {
+    g_detached_reports = 0;
+    JoinHandle<int> h;
+    {
+        Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
+        h = rt.block_on([]() -> Task<JoinHandle<int>> {
+            auto h = ringo::spawn(thrower());
+            while (!h.is_finished())
+                co_await ringo::yield();
+            co_return h;
+        }());
+    }
+    EXPECT_EQ(g_detached_reports.load(), 0);
+    std::thread([&] { h.detach(); }).join(); // from another thread, the runtime destroyed
+    EXPECT_EQ(g_detached_reports.load(), 1);
+}
+
 TEST(Spawn, SpawnOutsideRuntimeThrows) { EXPECT_THROW((void)ringo::spawn(value(1)), std::logic_error); }
 
 TEST(Spawn, JoinFromTheOwningRuntimeThrowsInsteadOfDeadlocking) {

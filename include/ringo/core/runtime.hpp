@@ -105,7 +105,19 @@ struct ThreadJoinWaiter : JoinWaiter {
     bool done = false;
 };
 
-void report_detached_exception(Runtime* rt, std::exception_ptr e) noexcept;
+/// A runtime's reference to its ExceptionSink (created with the runtime, released with it).
+class ExceptionSinkRef {
+public:
+    explicit ExceptionSinkRef(void (*handler)(std::exception_ptr)) : p_(new ExceptionSink(handler)) {}
+    ~ExceptionSinkRef() { p_->release(); }
+    ExceptionSinkRef(const ExceptionSinkRef&) = delete;
+    ExceptionSinkRef& operator=(const ExceptionSinkRef&) = delete;
+    ExceptionSink& operator*() const noexcept { return *p_; }
+    ExceptionSink* operator->() const noexcept { return p_; }
+
+private:
+    ExceptionSink* p_;
+};
 
 /// Shared by the runtimes of one RuntimePool (core/pool.hpp): the number of tasks alive on
 /// them (counted when spawned or posted, uncounted when they end), and the condition the
@@ -253,6 +265,9 @@ public:
     [[nodiscard]] RuntimeStats stats() const noexcept;
     uring::Ring& ring() noexcept { return ring_; }
     [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
+    /// True on the thread that created this runtime: the only one that may drive it, submit
+    /// to its ring or register resources with it (the ring is SINGLE_ISSUER by default).
+    [[nodiscard]] bool on_owner_thread() const noexcept { return std::this_thread::get_id() == owner_thread_; }
     /// True while the destructor tears the runtime down (in-flight operations are being
     /// cancelled, then frames destroyed): code that would start an operation on its own
     /// (a stream re-arming itself) must not, since nothing would reap it.
@@ -342,7 +357,8 @@ public:
     /// that post a CQE here have (owner thread, outside the loop); a pool calls it before
     /// any runtime of the pool is destroyed.
     void finish_outgoing_wakes() noexcept;
-    void count_detached_exception() noexcept { ++detached_exceptions_; }
+    /// Where exceptions of this runtime's detached tasks are reported (see ExceptionSink).
+    detail::ExceptionSink& exception_sink() noexcept { return *exc_sink_; }
 
 private:
     void run(std::coroutine_handle<> root);
@@ -409,7 +425,7 @@ private:
     std::uint64_t resumptions_ = 0;
     std::uint64_t cqes_ = 0;
     std::uint64_t tasks_spawned_ = 0;
-    std::uint64_t detached_exceptions_ = 0;
+    detail::ExceptionSinkRef exc_sink_;
     std::uint64_t backpressure_ = 0;
     detail::PromiseBase* tasks_ = nullptr; // live spawned tasks
     detail::TimerHeap timers_;
@@ -489,8 +505,12 @@ public:
         auto& p = h_.promise();
         std::uintptr_t old = p.join_.exchange(detail::join_detached, std::memory_order_acq_rel);
         if (old == detail::join_completed || old == detail::join_abandoned) {
-            if (old == detail::join_completed && p.exc_)
-                detail::report_detached_exception(nullptr, p.exc_);
+            if (old == detail::join_completed && p.exc_) {
+                // It ended with an exception before this detach: report it through its
+                // runtime's handler now (on this thread).
+                p.exc_sink_->report(p.exc_);
+                p.exc_sink_->release();
+            }
             h_.destroy();
         }
         h_ = {};
@@ -591,6 +611,8 @@ private:
         } free{h};
         if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned)
             throw std::runtime_error("ringo: the task's runtime was destroyed before it finished");
+        if (h.promise().exc_) // the joiner gets the exception; nothing is reported
+            h.promise().exc_sink_->release();
         return h.promise().result();
     }
     handle_type h_{};

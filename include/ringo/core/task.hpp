@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <stdexcept>
@@ -112,6 +113,29 @@ CancelCtx* ctx_of_or_dummy(std::coroutine_handle<P> h) noexcept {
 /// Who waits for a spawned task: a coroutine on some runtime, or a plain thread (h empty).
 struct JoinWaiter;
 
+/// Where a runtime's detached-task exceptions go: the RuntimeOptions handler (or stderr) and
+/// the count in RuntimeStats::detached_exceptions. Reference-counted: a task that ended with
+/// an exception while a JoinHandle held it keeps a reference, so the report still reaches
+/// its runtime's handler when the handle is detached or dropped later, from any thread, even
+/// after the runtime is gone.
+struct ExceptionSink {
+    explicit ExceptionSink(void (*h)(std::exception_ptr)) noexcept : handler(h) {}
+    void (*const handler)(std::exception_ptr);
+    std::atomic<std::uint64_t> reported{0};
+    std::atomic<std::uint32_t> refs{1};
+
+    ExceptionSink* acquire() noexcept {
+        refs.fetch_add(1, std::memory_order_relaxed);
+        return this;
+    }
+    void release() noexcept {
+        if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1)
+            delete this;
+    }
+    /// Counts the exception and hands it to the handler (default: prints it to stderr).
+    void report(std::exception_ptr e) noexcept;
+};
+
 /// Runs when a spawned task reaches its final suspend point; returns what to resume next.
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept;
 
@@ -121,8 +145,14 @@ struct PromiseBase {
     // Set when the task is spawned; null for a task that is only awaited.
     Runtime* owner_ = nullptr;
     std::atomic<std::uintptr_t> join_{join_running};
-    // The owner runtime's list of live spawned tasks (for shutdown).
-    PromiseBase* prev_ = nullptr;
+    // The owner runtime's list of live spawned tasks (for shutdown). Once a spawned task
+    // has ended with an exception it has left that list, and prev_'s storage holds
+    // exc_sink_ instead: the owner's ExceptionSink (a reference), through which the
+    // exception is reported if the task's handle is detached, and which joining releases.
+    union {
+        PromiseBase* prev_ = nullptr;
+        ExceptionSink* exc_sink_;
+    };
     PromiseBase* next_ = nullptr;
     void* frame_ = nullptr;
     // The strand this coroutine runs in: its awaiter's when awaited by a ringo task, its own

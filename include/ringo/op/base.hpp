@@ -66,12 +66,9 @@ protected:
     std::uint8_t sqe_flags_ = 0;
 
 private:
-    static bool supported(const Runtime* rt) noexcept {
-        if constexpr (Derived::opcode <= uring::Probe::always_present_last)
-            return true;
-        else
-            return rt->supports(Derived::opcode);
-    }
+    // One rule for every path that submits (a single await, a group, raw::queue): the
+    // probe is consulted for every opcode, so set_supported(op, false) hides any operation.
+    static bool supported(const Runtime* rt) noexcept { return rt->supports(Derived::opcode); }
     // Nothing is submitted: no runtime (-ENXIO), an opcode the kernel lacks (-EOPNOTSUPP),
     // or a task already cancelled (-ECANCELED). The coroutine goes on at once.
     [[gnu::noinline]] bool refuse(Runtime* rt, detail::CancelCtx* ctx) noexcept {

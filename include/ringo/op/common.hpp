@@ -77,9 +77,10 @@ template <class Prep>
 int queue(Runtime& rt, ringo::detail::Completion& c, Prep&& prep) {
     io_uring_sqe* s = rt.get_sqe();
     // An SQE once taken goes to the kernel with the next submission: when it must not carry
-    // the operation, it becomes a NOP (without flags) whose CQE the loop ignores.
+    // the operation, it becomes a NOP (every field cleared, flags that prep may have added
+    // too: liburing's own NOP helper leaves them from 2.6 on) whose CQE the loop ignores.
     auto neutralize = [s]() noexcept {
-        io_uring_prep_nop(s);
+        prep_raw(s, uring::compat::opcode::nop, 0, 0, 0, 0);
         s->user_data = 0;
     };
     try {

@@ -13,9 +13,8 @@ namespace ringo::uring {
 class Probe {
 public:
     /// The opcodes up to this one (NOP .. EPOLL_CTL) exist on every kernel that has the
-    /// probe (5.6), and ringo refuses to set up a ring without the probe: operations with
-    /// these opcodes are submitted without consulting the probe (set_supported() does not
-    /// gate them).
+    /// probe (5.6), which ringo requires. They are gated like every other opcode all the
+    /// same: set_supported(op, false) hides any operation.
     static constexpr std::uint8_t always_present_last = compat::opcode::epoll_ctl;
 
     /// True if the kernel reported `opcode` as supported.
@@ -27,8 +26,9 @@ public:
     [[nodiscard]] bool has_feature(std::uint32_t feat) const noexcept { return (features_ & feat) == feat; }
 
     /// Marks an opcode as (un)supported. Meant for tests that force the "unsupported" path
-    /// and for programs that want to keep ringo away from an operation (opcodes after
-    /// always_present_last; see there).
+    /// and for programs that want to keep ringo away from an operation: every operation
+    /// with a hidden opcode then yields -EOPNOTSUPP without being submitted, awaited alone,
+    /// in a group (when_all, when_any, link) or queued raw.
     void set_supported(std::uint8_t opcode, bool on) noexcept { ops_[opcode] = on; }
 
     void reset(unsigned last_op, std::uint32_t features) noexcept {

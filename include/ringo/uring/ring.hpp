@@ -5,6 +5,7 @@
 #include <liburing.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -12,6 +13,16 @@
 #include <ringo/uring/probe.hpp>
 
 namespace ringo::uring {
+
+#ifndef RINGO_POISON_SQES
+#define RINGO_POISON_SQES 0
+#endif
+/// True in builds that poison SQEs before preparing them (RINGO_POISON_SQES; see Ring).
+inline constexpr bool poisons_sqes = RINGO_POISON_SQES != 0;
+/// The byte the SQE fields a preparation must set are filled with first when poisons_sqes:
+/// as an opcode it is unknown, as IOSQE flags invalid, as a descriptor negative, as an
+/// address not canonical, so a field left unset fails loudly.
+inline constexpr unsigned char sqe_poison_byte = 0xA5;
 
 /// What to ask io_uring_setup() for. Built by ringo::RuntimeOptions.
 struct RingParams {
@@ -45,9 +56,9 @@ public:
     Ring(const Ring&) = delete;
     Ring& operator=(const Ring&) = delete;
 
-    /// A free SQE, or nullptr when the SQ is full (call submit() and retry).
-    /// The SQE is not cleared: liburing's prep helpers set every field they use;
-    /// raw preparations call clear() first.
+    /// A free SQE, or nullptr when the SQ is full (call submit() and retry). The SQE comes
+    /// initialised by init_sqe(): whatever the slot held before and whatever the installed
+    /// liburing's prep helpers set, the fields they may leave alone are zero.
     io_uring_sqe* get_sqe() noexcept {
         // Acquire: with SQPOLL the kernel thread moves the head (a plain load on x86).
         unsigned head = __atomic_load_n(ring_.sq.khead, __ATOMIC_ACQUIRE);
@@ -55,13 +66,14 @@ public:
         if (tail - head >= ring_.sq.ring_entries) [[unlikely]]
             return nullptr;
         ring_.sq.sqe_tail = tail + 1;
-        return &ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_];
+        return init_sqe(&ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_]);
     }
 
     /// An SQE when room was made beforehand (sq_space() >= the number taken): no check.
+    /// Initialised like get_sqe().
     io_uring_sqe* get_sqe_reserved() noexcept {
         unsigned tail = ring_.sq.sqe_tail++;
-        return &ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_];
+        return init_sqe(&ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_]);
     }
 
     /// Free SQ slots: how many get_sqe() calls succeed before a submit is needed.
@@ -166,6 +178,34 @@ private:
     std::uint64_t enters_ = 0;
     std::uint64_t sqes_submitted_ = 0;
     unsigned enter_flags_ = 0; // REGISTERED_RING, and GETEVENTS under IOPOLL
+
+    // The one place where an SQE ringo hands out is initialised. liburing 2.3's prep
+    // helpers write all 64 bytes; from 2.6 on, io_uring_prep_rw() sets only opcode, fd, off,
+    // addr and len, and io_uring_get_sqe() (which ringo does not use) clears the rest. So
+    // this clears exactly that rest: flags, ioprio, the per-opcode flag word, buf_index,
+    // personality, file_index, addr3 and the last 8 bytes (the end of the 16-byte command
+    // area of a uring_cmd), and the second half of a 128-byte SQE. user_data is always
+    // set by ringo after preparation. Every other field is the preparation's to set: with
+    // RINGO_POISON_SQES (on in the sanitizer builds) those are first filled with
+    // sqe_poison_byte, so a field that no code sets makes the kernel refuse the request
+    // (or the CQE go astray) in a test instead of carrying a stale value silently.
+    io_uring_sqe* init_sqe(io_uring_sqe* s) const noexcept {
+        auto* b = reinterpret_cast<unsigned char*>(s);
+#if RINGO_POISON_SQES
+        __builtin_memset(b, sqe_poison_byte, sizeof(io_uring_sqe) << sqe_shift_);
+#endif
+        static_assert(sizeof(io_uring_sqe) == 64);
+        static_assert(offsetof(io_uring_sqe, flags) == 1 && offsetof(io_uring_sqe, ioprio) == 2);
+        static_assert(offsetof(io_uring_sqe, rw_flags) == 28);
+        static_assert(offsetof(io_uring_sqe, buf_index) == 40 && offsetof(io_uring_sqe, personality) == 42 &&
+                      offsetof(io_uring_sqe, file_index) == 44 && offsetof(io_uring_sqe, addr3) == 48);
+        __builtin_memset(b + 1, 0, 3);   // flags, ioprio
+        __builtin_memset(b + 28, 0, 4);  // rw_flags and the other per-opcode flag words
+        __builtin_memset(b + 40, 0, 24); // buf_index, personality, file_index, addr3, __pad2
+        if (sqe_shift_) [[unlikely]]
+            __builtin_memset(b + 64, 0, 64); // the rest of a 128-byte SQE's command area
+        return s;
+    }
 
     long sys_enter(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
 #if defined(__x86_64__)
