@@ -123,6 +123,11 @@ void ExceptionSink::report(std::exception_ptr e) noexcept {
     }
 }
 
+void PromiseBase::rethrow_joined() {
+    exc_sink_->release(); // set by on_spawned_final, since the task ended with exc_
+    std::rethrow_exception(exc_);
+}
+
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     rt->unregister_task(p);

@@ -18,6 +18,17 @@ int macros_checked();
 const char* sqe_recipe_mismatch();
 } // namespace ringo_compat_newer
 
+#if RINGO_HAVE_REAL_NEWER_LIBURING
+namespace ringo_compat_real {
+int version_major();
+int version_minor();
+int opcode_last();
+int opcodes_checked();
+int macros_checked();
+const char* sqe_recipe_mismatch();
+} // namespace ringo_compat_real
+#endif
+
 namespace {
 
 namespace c = ringo::uring::compat;
@@ -44,6 +55,24 @@ TEST(Compat, AgreesWithANewerLiburing) {
     EXPECT_EQ(ringo_compat_newer::macros_checked(), 88);
     const char* bad = ringo_compat_newer::sqe_recipe_mismatch();
     EXPECT_EQ(bad, nullptr) << "compat::sqe_field::" << bad << " misses the newer liburing's field";
+}
+
+// The numbers were compared at compile time (compat_real_liburing.cpp); this reports what.
+TEST(Compat, AgreesWithTheRealNewerLiburing) {
+#if RINGO_HAVE_REAL_NEWER_LIBURING
+    int last = ringo_compat_real::opcode_last();
+    EXPECT_EQ(ringo_compat_real::opcodes_checked(), last < c::opcode::known_last ? last : int(c::opcode::known_last));
+    EXPECT_GE(ringo_compat_real::version_major() * 100 + ringo_compat_real::version_minor(), 206)
+        << "RINGO_NEWER_LIBURING_INCLUDE should name a liburing of 2.6 or later";
+    EXPECT_GT(ringo_compat_real::macros_checked(), 69); // more than 2.3 defines
+    const char* bad = ringo_compat_real::sqe_recipe_mismatch();
+    EXPECT_EQ(bad, nullptr) << "compat::sqe_field::" << bad << " misses the newer liburing's field";
+    std::printf("liburing %d.%d's io_uring.h: %d opcodes and %d flag macros agree with compat.hpp\n",
+                ringo_compat_real::version_major(), ringo_compat_real::version_minor(),
+                ringo_compat_real::opcodes_checked(), ringo_compat_real::macros_checked());
+#else
+    GTEST_SKIP() << "no newer liburing named at configure time (RINGO_NEWER_LIBURING_INCLUDE; scripts/test sets it)";
+#endif
 }
 
 TEST(Compat, SqeRecipesOnTheInstalledLiburing) {

@@ -25,7 +25,10 @@ namespace op = ringo::op;
 namespace {
 
 // Byte ranges of a 64-byte SQE that Ring initialises to zero (see Ring::init_sqe).
-bool cleared_by_init(unsigned i) { return (i >= 1 && i <= 3) || (i >= 28 && i <= 31) || i >= 40; }
+// (Byte 0, the opcode, which every preparation sets, is cleared too unless poisoning.)
+bool cleared_by_init(unsigned i) {
+    return (i == 0 && !ringo::uring::poisons_sqes) || (i >= 1 && i <= 3) || (i >= 28 && i <= 31) || i >= 40;
+}
 
 void dirty_every_slot(ringo::uring::Ring& ring, unsigned char byte) {
     io_uring& r = ring.raw();

@@ -200,13 +200,14 @@ struct BufferRingStats {
 /// operation that takes an op::BufferGroup, or read into it with a stream
 /// (op::recv_multishot(fd, ring), buf/recv_stream.hpp).
 ///
-/// Set-up errors throw, naming the problem: std::invalid_argument for sizes the kernel
-/// cannot take (entries not a power of two in 1..32768, buffer_size 0 or above
-/// op::max_rw_count, the total not addressable), std::system_error with the kernel's errno
-/// when the registration is refused (EEXIST: the group id is in use on this ring, by
-/// another BufferRing or a provide_buffers group; EINVAL: a kernel older than 5.19 or an
-/// argument it refuses; ENOMEM: memory), and std::logic_error when not on the runtime's
-/// thread. Nothing is left registered or mapped after a throw.
+/// Set-up errors throw, naming the problem: std::logic_error when constructed on a thread
+/// other than the one that created the runtime (checked first), std::invalid_argument for
+/// sizes the kernel cannot take (entries not a power of two in 1..32768, buffer_size 0 or
+/// above op::max_rw_count, the total not addressable), std::system_error with the kernel's
+/// errno when the registration is refused (EEXIST: the group id is already registered on this
+/// ring, by another BufferRing or a provide_buffers group; EINVAL: a kernel older than 5.19
+/// or an argument it refuses; ENOMEM: memory). Nothing is left registered or mapped after a
+/// throw.
 ///
 /// The memory (descriptor ring + buffers) is one anonymous mapping made here, so it is
 /// page aligned as the kernel requires, and it does not depend on liburing 2.4's

@@ -611,9 +611,7 @@ private:
         } free{h};
         if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned)
             throw std::runtime_error("ringo: the task's runtime was destroyed before it finished");
-        if (h.promise().exc_) // the joiner gets the exception; nothing is reported
-            h.promise().exc_sink_->release();
-        return h.promise().result();
+        return h.promise().join_result(); // an exception goes to the joiner; nothing is reported
     }
     handle_type h_{};
 };

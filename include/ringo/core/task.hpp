@@ -183,6 +183,14 @@ struct PromiseBase {
         if (exc_) [[unlikely]]
             std::rethrow_exception(exc_);
     }
+    /// For a JoinHandle taking the result of a spawned task that ended with an exception:
+    /// lets go of exc_sink_ (nothing is reported: the joiner gets the exception) and
+    /// rethrows. Out of line, so the join path stays small enough to inline.
+    [[noreturn, gnu::cold, gnu::noinline]] void rethrow_joined();
+    void rethrow_if_exception_joined() {
+        if (exc_) [[unlikely]]
+            rethrow_joined();
+    }
 };
 
 template <class T>
@@ -197,6 +205,11 @@ struct Promise : PromiseBase {
         rethrow_if_exception();
         return std::move(*value_);
     }
+    /// result() for a JoinHandle (see rethrow_joined).
+    T join_result() {
+        rethrow_if_exception_joined();
+        return std::move(*value_);
+    }
 };
 
 template <>
@@ -204,6 +217,7 @@ struct Promise<void> : PromiseBase {
     Task<void> get_return_object() noexcept;
     void return_void() noexcept {}
     void result() { rethrow_if_exception(); }
+    void join_result() { rethrow_if_exception_joined(); }
 };
 
 } // namespace detail

@@ -32,8 +32,10 @@ public:
     Op() noexcept { cancel_fn = &cancel_self; }
 
     bool await_ready() const noexcept { return false; }
+    // Always inlined into the awaiting coroutine: this is the hot path of every operation,
+    // and a call here costs more than the work it does.
     template <class P>
-    bool await_suspend(std::coroutine_handle<P> h) {
+    [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) {
         Runtime* rt = detail::t_current;
         detail::CancelCtx* ctx = detail::ctx_of_or_dummy(h);
         if (!rt || !supported(rt) || ctx->cancelled) [[unlikely]]

@@ -66,14 +66,16 @@ public:
         if (tail - head >= ring_.sq.ring_entries) [[unlikely]]
             return nullptr;
         ring_.sq.sqe_tail = tail + 1;
-        return init_sqe(&ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_]);
+        const unsigned shift = sqe_shift_;
+        return init_sqe(&ring_.sq.sqes[(tail & ring_.sq.ring_mask) << shift], shift);
     }
 
     /// An SQE when room was made beforehand (sq_space() >= the number taken): no check.
     /// Initialised like get_sqe().
     io_uring_sqe* get_sqe_reserved() noexcept {
         unsigned tail = ring_.sq.sqe_tail++;
-        return init_sqe(&ring_.sq.sqes[(tail & ring_.sq.ring_mask) << sqe_shift_]);
+        const unsigned shift = sqe_shift_;
+        return init_sqe(&ring_.sq.sqes[(tail & ring_.sq.ring_mask) << shift], shift);
     }
 
     /// Free SQ slots: how many get_sqe() calls succeed before a submit is needed.
@@ -189,21 +191,33 @@ private:
     // RINGO_POISON_SQES (on in the sanitizer builds) those are first filled with
     // sqe_poison_byte, so a field that no code sets makes the kernel refuse the request
     // (or the CQE go astray) in a test instead of carrying a stale value silently.
-    io_uring_sqe* init_sqe(io_uring_sqe* s) const noexcept {
+    // `shift` is sqe_shift_, read by the caller before any store (the stores go through a
+    // char pointer, which may alias this object, and would force a reload after them).
+    static io_uring_sqe* init_sqe(io_uring_sqe* s, unsigned shift) noexcept {
+        if (s == nullptr)
+            __builtin_unreachable(); // lets the caller's null check fold away
         auto* b = reinterpret_cast<unsigned char*>(s);
-#if RINGO_POISON_SQES
-        __builtin_memset(b, sqe_poison_byte, sizeof(io_uring_sqe) << sqe_shift_);
-#endif
         static_assert(sizeof(io_uring_sqe) == 64);
-        static_assert(offsetof(io_uring_sqe, flags) == 1 && offsetof(io_uring_sqe, ioprio) == 2);
+        static_assert(offsetof(io_uring_sqe, opcode) == 0 && offsetof(io_uring_sqe, flags) == 1 &&
+                      offsetof(io_uring_sqe, ioprio) == 2);
         static_assert(offsetof(io_uring_sqe, rw_flags) == 28);
         static_assert(offsetof(io_uring_sqe, buf_index) == 40 && offsetof(io_uring_sqe, personality) == 42 &&
                       offsetof(io_uring_sqe, file_index) == 44 && offsetof(io_uring_sqe, addr3) == 48);
-        __builtin_memset(b + 1, 0, 3);   // flags, ioprio
+#if RINGO_POISON_SQES
+        __builtin_memset(b, sqe_poison_byte, sizeof(io_uring_sqe) << shift);
+#endif
+        // The branch comes first: the stores below then run straight into the preparation's,
+        // and the compiler drops those the preparation overwrites (all of them with
+        // liburing 2.3's helpers).
+        if (shift) [[unlikely]]
+            __builtin_memset(b + 64, 0, 64); // the rest of a 128-byte SQE's command area
+#if RINGO_POISON_SQES
+        __builtin_memset(b + 1, 0, 3); // flags, ioprio (the opcode stays poison)
+#else
+        __builtin_memset(b, 0, 4);     // flags, ioprio; and the opcode, which every preparation sets
+#endif
         __builtin_memset(b + 28, 0, 4);  // rw_flags and the other per-opcode flag words
         __builtin_memset(b + 40, 0, 24); // buf_index, personality, file_index, addr3, __pad2
-        if (sqe_shift_) [[unlikely]]
-            __builtin_memset(b + 64, 0, 64); // the rest of a 128-byte SQE's command area
         return s;
     }
 
