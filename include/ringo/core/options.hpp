@@ -46,7 +46,10 @@ public:
     /// After this many resumptions in a row the runtime submits gathered SQEs and reaps
     /// completions even though tasks are still ready (so a busy run queue cannot starve I/O).
     RuntimeOptions& flush_interval(unsigned n) noexcept { flush_interval_ = n ? n : 1; return *this; }
-    /// Called when a detached task ends with an exception; the default prints it to stderr.
+    /// Called once for each detached task that ends with an exception (the default prints it
+    /// to stderr): on the runtime's thread when the task was detached before it ended, on the
+    /// detaching thread when it had already ended (see JoinHandle::detach), so a handler
+    /// shared by several threads must be thread-safe.
     RuntimeOptions& on_detached_exception(void (*fn)(std::exception_ptr)) noexcept { on_exc_ = fn; return *this; }
     /// Fault injection for tests: setup attempts that include any of these IORING_SETUP_*
     /// flags fail as if the kernel answered EINVAL.

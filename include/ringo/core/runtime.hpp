@@ -498,7 +498,9 @@ public:
     }
 
     /// Lets the task run to completion on its own; its frame is freed when it ends, and an
-    /// exception it ends with is reported through the runtime's handler.
+    /// exception it ends with is reported through the handler of the runtime it ran on, once:
+    /// when it ends, or here (on this thread) if it has already ended, even when that runtime
+    /// has been destroyed since.
     void detach() noexcept {
         if (!h_)
             return;
