@@ -362,4 +362,45 @@ static_assert(c::reg::probe == IORING_REGISTER_PROBE);
 static_assert(c::reg::enable_rings == IORING_REGISTER_ENABLE_RINGS);
 static_assert(c::reg::register_ring_fds == IORING_REGISTER_RING_FDS);
 
+/// compat::sqe_field's recipes, written against liburing 2.3's field names, on this
+/// io_uring.h's `Sqe`: each must land in the field this header names for it (where it names
+/// one; a member it lacks is not checked). Returns the first recipe that does not, or nullptr.
+template <class Sqe>
+const char* sqe_recipe_mismatch_on() {
+    namespace f = c::sqe_field;
+    Sqe s{};
+    const unsigned v = 0x8000'0005u;
+    f::op_flags(&s, v);
+    bool flags_ok = true;
+    if constexpr (requires { s.nop_flags; })
+        flags_ok = flags_ok && s.nop_flags == v;
+    if constexpr (requires { s.pipe_flags; })
+        flags_ok = flags_ok && s.pipe_flags == v;
+    if constexpr (requires { s.waitid_flags; })
+        flags_ok = flags_ok && s.waitid_flags == v;
+    if constexpr (requires { s.futex_flags; })
+        flags_ok = flags_ok && s.futex_flags == v;
+    if constexpr (requires { s.install_fd_flags; })
+        flags_ok = flags_ok && s.install_fd_flags == v;
+    if (!flags_ok)
+        return "op_flags (nop_flags, pipe_flags, waitid_flags, futex_flags, install_fd_flags)";
+    f::sock_level_optname(&s, 6u, 0x1234'5678u);
+    if constexpr (requires { s.level; s.optname; }) {
+        if (s.level != 6u || s.optname != 0x1234'5678u)
+            return "sock_level_optname (level, optname)";
+    }
+    f::sock_optval(&s, 0x1122'3344'5566'7788u, 24u);
+    if constexpr (requires { s.optval; s.optlen; }) {
+        if (s.optval != 0x1122'3344'5566'7788u || s.optlen != 24u)
+            return "sock_optval (optval, optlen)";
+    }
+    f::target_slot(&s, 6u);
+    if (s.file_index != 7u)
+        return "target_slot (file_index = slot + 1)";
+    f::target_slot(&s, c::file_index_alloc);
+    if (s.file_index != IORING_FILE_INDEX_ALLOC)
+        return "target_slot (IORING_FILE_INDEX_ALLOC)";
+    return nullptr;
+}
+
 } // namespace ringo_compat_check

@@ -334,28 +334,7 @@ namespace ringo_compat_newer {
 int opcodes_checked() { return newer::ringo_compat_check::opcodes_checked; }
 int macros_checked() { return newer::ringo_compat_check::macros_checked; }
 
-// compat::sqe_field's recipes on the newer struct: each must land in the field the newer
-// liburing names for it. Returns the name of the first recipe that does not, or nullptr.
-const char* sqe_recipe_mismatch() {
-    namespace f = ringo::uring::compat::sqe_field;
-    newer::io_uring_sqe s{};
-    f::op_flags(&s, 0x8000'0005u);
-    if (s.nop_flags != 0x8000'0005u || s.pipe_flags != 0x8000'0005u || s.waitid_flags != 0x8000'0005u ||
-        s.futex_flags != 0x8000'0005u || s.install_fd_flags != 0x8000'0005u)
-        return "op_flags (nop_flags, pipe_flags, waitid_flags, futex_flags, install_fd_flags)";
-    f::sock_level_optname(&s, 6u, 0x1234'5678u);
-    if (s.level != 6u || s.optname != 0x1234'5678u)
-        return "sock_level_optname (level, optname)";
-    f::sock_optval(&s, 0x1122'3344'5566'7788u, 24u);
-    if (s.optval != 0x1122'3344'5566'7788u || s.optlen != 24u)
-        return "sock_optval (optval, optlen)";
-    f::target_slot(&s, 6u);
-    if (s.file_index != 7u)
-        return "target_slot (file_index = slot + 1)";
-    f::target_slot(&s, ringo::uring::compat::file_index_alloc);
-    if (s.file_index != IORING_FILE_INDEX_ALLOC)
-        return "target_slot (IORING_FILE_INDEX_ALLOC)";
-    return nullptr;
-}
+// compat::sqe_field's recipes on the newer struct (the stand-in names every field they write).
+const char* sqe_recipe_mismatch() { return newer::ringo_compat_check::sqe_recipe_mismatch_on<newer::io_uring_sqe>(); }
 
 } // namespace ringo_compat_newer

@@ -191,38 +191,29 @@ TEST(Spawn, DetachedExceptionIsReportedNotFatal) {
 }
 
 // The other order: the task has already ended with its exception when the handle is
-// detached (or dropped). The report goes to the same handler, once.
-TEST(Spawn, DetachAfterTheTaskEndedWithAnExceptionReportsOnce) {
-    g_detached_reports = 0;
-    Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
-    auto t = []() -> Task<void> {
-        auto h = ringo::spawn(thrower());
-        while (!h.is_finished())
-            co_await ringo::yield();
-        EXPECT_EQ(g_detached_reports.load(), 0); // held: not reported yet
-        h.detach();
+// detached, or dropped. The report goes to the same handler, once.
+TEST(Spawn, DetachOrDropAfterTheTaskEndedWithAnExceptionReportsOnce) {
+    for (bool drop : {false, true}) {
+        SCOPED_TRACE(drop ? "handle dropped" : "detach()");
+        g_detached_reports = 0;
+        Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
+        rt.block_on([](bool drop) -> Task<void> {
+            {
+                auto h = ringo::spawn(thrower());
+                while (!h.is_finished())
+                    co_await ringo::yield();
+                EXPECT_EQ(g_detached_reports.load(), 0); // held: not reported yet
+                if (!drop) {
+                    h.detach();
+                    EXPECT_EQ(g_detached_reports.load(), 1);
+                    h.detach(); // an empty handle now: nothing more
+                }
+            }
+            EXPECT_EQ(g_detached_reports.load(), 1);
+        }(drop));
         EXPECT_EQ(g_detached_reports.load(), 1);
-        h.detach(); // an empty handle: nothing more
-    };
-    rt.block_on(t());
-    EXPECT_EQ(g_detached_reports.load(), 1);
-    EXPECT_EQ(rt.stats().detached_exceptions, 1u);
-}
-
-TEST(Spawn, DroppingTheHandleOfATaskThatEndedWithAnExceptionReportsOnce) {
-    g_detached_reports = 0;
-    Runtime rt{ringo::RuntimeOptions{}.on_detached_exception(&count_report)};
-    auto t = []() -> Task<void> {
-        {
-            auto h = ringo::spawn(thrower());
-            while (!h.is_finished())
-                co_await ringo::yield();
-        } // dropped here
-        EXPECT_EQ(g_detached_reports.load(), 1);
-    };
-    rt.block_on(t());
-    EXPECT_EQ(g_detached_reports.load(), 1);
-    EXPECT_EQ(rt.stats().detached_exceptions, 1u);
+        EXPECT_EQ(rt.stats().detached_exceptions, 1u);
+    }
 }
 
 TEST(Spawn, JoiningATaskThatEndedWithAnExceptionRethrowsAndReportsNothing) {
