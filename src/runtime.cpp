@@ -14,32 +14,6 @@ namespace ringo {
 namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
-constinit thread_local FramePool t_frame_pool{};
-constinit thread_local std::uint64_t t_frames_allocated = 0;
-
-namespace {
-// Returns this thread's cached frames to the heap when the thread ends.
-struct FramePoolCleanup {
-    ~FramePoolCleanup() {
-        FramePool& p = t_frame_pool;
-        for (std::size_t c = 0; c < FramePool::classes; ++c) {
-            while (FramePool::Node* f = p.heads[c]) {
-                p.heads[c] = f->next;
-                ::operator delete(f);
-            }
-            p.counts[c] = 0;
-        }
-        p.cleanup_registered = false;
-    }
-};
-} // namespace
-
-void frame_pool_register_cleanup() noexcept {
-    static thread_local FramePoolCleanup cleanup;
-    (void)&cleanup;
-    t_frame_pool.cleanup_registered = true;
-}
-
 void RunQueue::grow() {
     std::size_t cap = mask_ + 1;
     std::size_t n = tail_ - head_;

@@ -1,10 +1,16 @@
-// ringo/core/frame_pool.hpp - a per-thread cache of coroutine frames.
+// ringo/core/frame_pool.hpp - where coroutine frames come from.
 //
-// Spawning a task costs one frame. glibc's malloc/free for it costs about 100 instructions;
-// this cache hands back a recently freed frame of the same size class in a handful. Frames
-// up to 1 KiB are cached, at most `max_cached` per size class and thread; a frame freed on
-// another thread joins that thread's cache. Sanitizer builds bypass the cache so that
-// use-after-free of a frame is still caught.
+// Spawning a task costs one frame. Frames up to 1 KiB come from a per-thread pool instead of
+// the heap: a free list per 16-byte size class (a freed frame is handed back by the next
+// allocation of its class in a handful of instructions), refilled by carving fresh frames off
+// memory chunks the pool maps itself (64 KiB doubling to 2 MiB; 2 MiB chunks are aligned and
+// asked for transparent huge pages, so a million live tasks take ~70 page faults, not ~50 000,
+// and no malloc header). Frames are not returned to the operating system: a thread keeps the
+// frames its tasks freed (a frame freed on another thread joins that thread's lists), and a
+// thread that ends hands its spare frames and chunk to a process-wide depot that other
+// threads draw from. Frame memory therefore stays at the peak of frames alive at once.
+// Sanitizer builds bypass the pool (plain operator new/delete), so use-after-free of a frame
+// is still caught.
 #pragma once
 
 #include <cstddef>
@@ -27,14 +33,15 @@ namespace ringo::detail {
 inline constexpr bool frame_pool_enabled = RINGO_FRAME_POOL != 0;
 
 struct FramePool {
-    static constexpr std::size_t granule = 64;
-    static constexpr std::size_t classes = 16; // frames up to 1 KiB
-    static constexpr unsigned max_cached = 256;
+    static constexpr std::size_t granule = 16;
+    static constexpr std::size_t classes = 64; // frames up to 1 KiB
     struct Node {
         Node* next;
     };
     Node* heads[classes];
-    unsigned counts[classes];
+    char* bump;     // the unused rest of the current chunk
+    char* bump_end;
+    std::size_t next_chunk; // bytes of the next chunk to map
     bool cleanup_registered;
 };
 
@@ -42,20 +49,28 @@ extern constinit thread_local FramePool t_frame_pool;
 /// Frames handed out (pooled or not) on this thread; for benchmarks and tests.
 extern constinit thread_local std::uint64_t t_frames_allocated;
 
+/// Bytes of frame chunks mapped so far by all threads (never unmapped); for tests and
+/// benchmarks. 0 in builds without the pool.
+std::size_t frame_pool_mapped_bytes() noexcept;
+
+/// Makes this thread hand its spare frames to the depot when it ends.
 void frame_pool_register_cleanup() noexcept;
+
+/// A frame of size class `c` when the class's free list is empty: carved off the current
+/// chunk, or taken from the depot, or from a new chunk. Throws std::bad_alloc.
+void* allocate_frame_slow(std::size_t c);
 
 inline void* allocate_frame(std::size_t n) {
     ++t_frames_allocated;
 #if RINGO_FRAME_POOL
     std::size_t c = (n - 1) / FramePool::granule;
-    if (c < FramePool::classes) {
+    if (c < FramePool::classes) [[likely]] {
         FramePool& p = t_frame_pool;
         if (FramePool::Node* f = p.heads[c]) [[likely]] {
             p.heads[c] = f->next;
-            --p.counts[c];
             return f;
         }
-        return ::operator new((c + 1) * FramePool::granule);
+        return allocate_frame_slow(c);
     }
 #endif
     return ::operator new(n);
@@ -64,18 +79,13 @@ inline void* allocate_frame(std::size_t n) {
 inline void free_frame(void* ptr, [[maybe_unused]] std::size_t n) noexcept {
 #if RINGO_FRAME_POOL
     std::size_t c = (n - 1) / FramePool::granule;
-    if (c < FramePool::classes) {
+    if (c < FramePool::classes) [[likely]] {
         FramePool& p = t_frame_pool;
-        if (p.counts[c] < FramePool::max_cached) [[likely]] {
-            if (!p.cleanup_registered) [[unlikely]]
-                frame_pool_register_cleanup();
-            auto* f = static_cast<FramePool::Node*>(ptr);
-            f->next = p.heads[c];
-            p.heads[c] = f;
-            ++p.counts[c];
-            return;
-        }
-        ::operator delete(ptr);
+        if (!p.cleanup_registered) [[unlikely]]
+            frame_pool_register_cleanup();
+        auto* f = static_cast<FramePool::Node*>(ptr);
+        f->next = p.heads[c];
+        p.heads[c] = f;
         return;
     }
 #endif

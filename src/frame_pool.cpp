@@ -1,0 +1,133 @@
+// The frame pool's slow paths (include/ringo/core/frame_pool.hpp): carving frames off chunks,
+// mapping chunks, and the process-wide depot that ending threads leave their frames in.
+#include <ringo/core/frame_pool.hpp>
+
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace ringo::detail {
+
+constinit thread_local FramePool t_frame_pool{};
+constinit thread_local std::uint64_t t_frames_allocated = 0;
+
+#if RINGO_FRAME_POOL
+namespace {
+
+std::atomic<std::size_t> g_mapped_bytes{0};
+
+constexpr std::size_t first_chunk = 64 * 1024;
+constexpr std::size_t huge_chunk = 2 * 1024 * 1024; // the x86-64 huge page
+
+// What ended threads left: their free lists (whole lists, one entry each) and the unused
+// rest of their chunks. Chunks are never unmapped, so a frame stays valid wherever it goes.
+struct Depot {
+    std::mutex m;
+    std::vector<FramePool::Node*> lists[FramePool::classes];
+    struct Region {
+        char* begin;
+        char* end;
+    };
+    std::vector<Region> regions;
+};
+Depot& depot() {
+    static Depot* d = new Depot; // never destroyed: threads may end after static destructors run
+    return *d;
+}
+
+// A new chunk of `bytes` (64 KiB .. 2 MiB). A 2 MiB chunk is 2 MiB aligned and marked for
+// transparent huge pages: one fault maps it all where the kernel allows (madvise mode).
+char* map_chunk(std::size_t bytes) {
+    std::size_t len = bytes == huge_chunk ? 2 * huge_chunk : bytes;
+    void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        throw std::bad_alloc();
+    char* p = static_cast<char*>(m);
+    if (bytes == huge_chunk) {
+        auto a = reinterpret_cast<std::uintptr_t>(p);
+        auto aligned = (a + huge_chunk - 1) & ~(huge_chunk - 1);
+        std::size_t head = aligned - a;
+        if (head)
+            ::munmap(p, head);
+        if (std::size_t tail = len - head - huge_chunk)
+            ::munmap(reinterpret_cast<char*>(aligned) + huge_chunk, tail);
+        p = reinterpret_cast<char*>(aligned);
+        (void)::madvise(p, huge_chunk, MADV_HUGEPAGE); // a hint: refused or ignored is fine
+    }
+    g_mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    return p;
+}
+
+// Returns this thread's spare frames to the depot when the thread ends.
+struct FramePoolCleanup {
+    ~FramePoolCleanup() {
+        FramePool& p = t_frame_pool;
+        Depot& d = depot();
+        std::lock_guard lk(d.m);
+        for (std::size_t c = 0; c < FramePool::classes; ++c) {
+            if (p.heads[c])
+                d.lists[c].push_back(p.heads[c]);
+            p.heads[c] = nullptr;
+        }
+        if (p.bump_end - p.bump >= static_cast<std::ptrdiff_t>(FramePool::classes * FramePool::granule))
+            d.regions.push_back({p.bump, p.bump_end});
+        p.bump = p.bump_end = nullptr;
+        p.cleanup_registered = false;
+    }
+};
+
+} // namespace
+
+std::size_t frame_pool_mapped_bytes() noexcept { return g_mapped_bytes.load(std::memory_order_relaxed); }
+
+void frame_pool_register_cleanup() noexcept {
+    static thread_local FramePoolCleanup cleanup;
+    (void)&cleanup;
+    t_frame_pool.cleanup_registered = true;
+}
+
+void* allocate_frame_slow(std::size_t c) {
+    FramePool& p = t_frame_pool;
+    if (!p.cleanup_registered) [[unlikely]]
+        frame_pool_register_cleanup();
+    const std::size_t size = (c + 1) * FramePool::granule;
+    if (static_cast<std::size_t>(p.bump_end - p.bump) < size) {
+        // The current chunk is used up (its last < 1 KiB is left): frames other threads
+        // left in the depot first, then a region they left, then a new chunk.
+        {
+            Depot& d = depot();
+            std::lock_guard lk(d.m);
+            if (!d.lists[c].empty()) {
+                FramePool::Node* f = d.lists[c].back();
+                d.lists[c].pop_back();
+                p.heads[c] = f->next;
+                return f;
+            }
+            if (!d.regions.empty()) {
+                p.bump = d.regions.back().begin;
+                p.bump_end = d.regions.back().end;
+                d.regions.pop_back();
+            }
+        }
+        if (static_cast<std::size_t>(p.bump_end - p.bump) < size) {
+            std::size_t bytes = p.next_chunk ? p.next_chunk : first_chunk;
+            p.bump = map_chunk(bytes);
+            p.bump_end = p.bump + bytes;
+            p.next_chunk = bytes < huge_chunk ? bytes * 2 : huge_chunk;
+        }
+    }
+    void* f = p.bump;
+    p.bump += size;
+    return f;
+}
+#else
+std::size_t frame_pool_mapped_bytes() noexcept { return 0; }
+void frame_pool_register_cleanup() noexcept {}
+void* allocate_frame_slow(std::size_t c) { return ::operator new((c + 1) * FramePool::granule); }
+#endif
+
+} // namespace ringo::detail
