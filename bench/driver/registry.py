@@ -285,14 +285,17 @@ def _pipes_impls() -> list[Impl]:
 # --------------------------------------------------------------------------- micro benchmarks
 
 MICRO_SUBS = {
+    # The Condy benchmark's spawn workload: all `count` tasks spawned (handles kept), then
+    # each awaited. spawn-one: one task alive at a time (spawn, join, spawn ...).
     "spawn": "spawn --count {count}",
+    "spawn-one": "spawn --count {count} --batch 1",
     "yield": "yield --count {count}",
     "channel": "channel --messages {count} --pairs 1 --capacity 1024",
     "channel-pairs": "channel --messages {messages} --pairs {count} --capacity 1024",
 }
 
 
-def _micro(binary: str, subs=("spawn", "yield", "channel", "channel-pairs"), xthread: str | None = None) -> dict:
+def _micro(binary: str, subs=("spawn", "spawn-one", "yield", "channel", "channel-pairs"), xthread: str | None = None) -> dict:
     """The subcommands of one micro-benchmark program; `xthread` adds the cross-thread channel
     (one producer runtime/thread, one consumer runtime/thread on another CPU, bounded channel of
     1024) from that binary."""
@@ -334,7 +337,7 @@ WHEN_ALL_BATCHES = (8, 32, 128)
 
 def _micro_points(counts, pair_counts, messages, timeout_counts):
     pts = []
-    for sub in ("spawn", "yield", "channel", "nop", "xthread-channel", "pool-spawn"):
+    for sub in ("spawn", "spawn-one", "yield", "channel", "nop", "xthread-channel", "pool-spawn"):
         pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in counts]
     pts += [{"panel": "channel-pairs", "sub": "channel-pairs", "x": p, "count": p, "messages": messages}
             for p in pair_counts]
@@ -346,6 +349,12 @@ def _micro_points(counts, pair_counts, messages, timeout_counts):
 
 def _micro_targets() -> list[Target]:
     return [
+        # All tasks alive (the Condy benchmark's workload): at most half of Monoio's time per
+        # task, and at most 60 ns of CPU per task.
+        Target("ringo", "monoio", 2.0, "max x", "spawn with every task alive: at most 0.5x Monoio's time per task",
+               panel="spawn"),
+        Target("ringo", "", 0, "max x", "spawn with every task alive: at most 60 ns CPU per task",
+               field="cpu_us_per_op", max_value=0.060, panel="spawn"),
         # "within 10 %": ringo's time at most 1.1x raw liburing's, i.e. a speed-up of at least 1/1.1.
         Target("ringo", "liburing", 1 / 1.1, "every x", "when_all of N NOPs within 10 % of N raw NOP SQEs "
                "submitted in one batch", panel="when-all-nop"),
@@ -429,7 +438,10 @@ FIGURES: list[Figure] = [
          "full": dict(points=_micro_points([10_000, 100_000, 1_000_000, 10_000_000], [1, 2, 4, 8, 16, 32],
                                            1_000_000, [10_000, 100_000]), warmup_seconds=0, reps=5)},
         plot="loglog", panel_x_labels={"channel-pairs": "producer/consumer pairs (messages per pair fixed)",
-                                       "channel": "messages", "spawn": "tasks", "yield": "yields",
+                                       "channel": "messages",
+                                       "spawn": "tasks, all alive at once (spawn every one, then join each)",
+                                       "spawn-one": "tasks, one alive at a time (spawn, join, spawn ...)",
+                                       "yield": "yields",
                                        "nop": "NOPs", "xthread-channel": "messages",
                                        "pool-spawn": "tasks (spawned round robin on 2 runtimes)",
                                        "when-all-nop": "NOPs per when_all / per raw submission (2^20 NOPs per run)",

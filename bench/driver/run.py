@@ -437,6 +437,7 @@ SECONDARY = {
     "server_cpu_us_per_msg": _first(_server_per_msg("cpu_ns", 1e-3), _server_per_msg("cpu_seconds", 1e6)),
     "server_syscalls_per_msg": _server_per_msg("syscalls_total"),
     "wakeups_per_op": _first(_field("wakeups_per_op"), _per_op("wakeups")),
+    "faults_per_op": _per_op("minflt"),
     "ns_per_op": _first(_field("ns_per_op"), _field("ns_per_roundtrip"),
                         lambda d: d["seconds"] / d["ops"] * 1e9 if d.get("ops") and d.get("seconds") else None),
     # bench_ringo_micro timeouts (report.DETAILS)

@@ -1,6 +1,7 @@
 // ringo's runtime micro benchmarks with the command line and JSON line of the Rust
 // baselines (bench/rust/README.md), for the suite's "micro" figure:
-//   bench_ringo_micro spawn --count N | yield --count N | nop --count N
+//   bench_ringo_micro spawn --count N [--batch B] | yield --count N | nop --count N
+//                                            (spawn: B tasks alive at once, all N by default)
 //   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
 //   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
 //   bench_ringo_micro timeouts --count N [--sq-entries S]   N pending with_timeout waits: bytes and
@@ -36,6 +37,13 @@ double cpu_seconds() {
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+// Minor page faults of this process so far (a frame or buffer touched for the first time).
+long minor_faults() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
 [[noreturn]] void usage(const char* msg) {
     std::fprintf(stderr,
                  "error: %s\nusage: bench_ringo_micro spawn|yield|nop|when-all-nop|when-all-nop-static|timeouts --count N "
@@ -46,10 +54,30 @@ double cpu_seconds() {
 
 ringo::Task<void> empty() { co_return; }
 
-ringo::Task<long> spawn_loop(long n) {
-    for (long i = 0; i < n; ++i)
-        co_await ringo::spawn(empty());
-    co_return n;
+// The Condy benchmark's workload, as the Rust and Asio programs run it: spawn `batch` empty
+// tasks (all `n` at once by default), keeping their handles, then await each; --batch 1 is
+// one task alive at a time (spawn, join, spawn ...).
+ringo::Task<long> spawn_loop(long n, long batch) {
+    std::vector<ringo::JoinHandle<void>> hs;
+    hs.reserve(static_cast<std::size_t>(batch));
+    long done = 0;
+    for (long left = n; left > 0;) {
+        long k = left < batch ? left : batch;
+        if (k == 1) { // one alive at a time: no vector in the way
+            co_await ringo::spawn(empty());
+            ++done;
+        } else {
+            for (long i = 0; i < k; ++i)
+                hs.push_back(ringo::spawn(empty()));
+            for (auto& h : hs) {
+                co_await h;
+                ++done;
+            }
+            hs.clear();
+        }
+        left -= k;
+    }
+    co_return done;
 }
 
 ringo::Task<long> yield_loop(long n) {
@@ -460,19 +488,19 @@ int main(int argc, char** argv) {
     if (std::string(argv[1]) == "pool-switch")
         return pool_switch_main(argc, argv);
     std::string sub = argv[1];
-    long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256;
+    long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256, spawn_batch = 0;
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         if (i + 1 >= argc)
             usage(("missing value for " + a).c_str());
         char* end = nullptr;
         long v = std::strtol(argv[++i], &end, 10);
-        if (!end || *end || v <= 0)
+        if (!end || *end || v < 0 || (v == 0 && a != "--batch")) // spawn --batch 0: all at once
             usage(("bad value for " + a).c_str());
         if (a == "--count" || a == "--messages")
             count = v;
         else if (a == "--batch")
-            batch = v;
+            batch = spawn_batch = v;
         else if (a == "--pairs")
             pairs = v;
         else if (a == "--capacity")
@@ -484,6 +512,8 @@ int main(int argc, char** argv) {
     }
     if (count <= 0)
         usage("--count N is required");
+    if (batch <= 0 && sub != "spawn")
+        usage("--batch must be at least 1");
     if (sub == "xchannel")
         return xchannel_main(count, capacity);
     if (sub == "timeouts")
@@ -491,11 +521,12 @@ int main(int argc, char** argv) {
     ringo::Runtime rt;
     auto st0 = rt.stats();
     double c0 = cpu_seconds();
+    long f0 = minor_faults();
     auto t0 = std::chrono::steady_clock::now();
     long ok;
     long ops = count;
     if (sub == "spawn")
-        ok = rt.block_on(spawn_loop(count));
+        ok = rt.block_on(spawn_loop(count, spawn_batch <= 0 || spawn_batch > count ? count : spawn_batch));
     else if (sub == "yield")
         ok = rt.block_on(yield_loop(count));
     else if (sub == "nop")
@@ -517,13 +548,14 @@ int main(int argc, char** argv) {
         usage(("unknown subcommand " + sub).c_str());
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double cpu = cpu_seconds() - c0;
+    long minflt = minor_faults() - f0;
     auto st1 = rt.stats();
     bool good = ok == ops;
     std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"variant\":\"plain\",\"count\":%ld,\"ops\":%ld,\"bytes\":0,"
                 "\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"ns_per_op\":%.3f,\"syscalls\":%llu,"
-                "\"syscalls_per_op\":%.4f,\"errors\":%ld,\"ok\":%s}\n",
+                "\"syscalls_per_op\":%.4f,\"minflt\":%ld,\"errors\":%ld,\"ok\":%s}\n",
                 sub.c_str(), count, ops, secs, cpu, secs * 1e9 / double(ops),
                 static_cast<unsigned long long>(st1.enters - st0.enters), double(st1.enters - st0.enters) / double(ops),
-                ops - ok, good ? "true" : "false");
+                minflt, ops - ok, good ? "true" : "false");
     return good ? 0 : 1;
 }

@@ -267,22 +267,32 @@ double cpu_seconds() {
          static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) * 1e-6;
 }
 
+// Minor page faults of the process so far (memory touched for the first time).
+long minor_faults() {
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return ru.ru_minflt;
+}
+
 struct Measured {
   double seconds = 0, cpu_seconds = 0;
+  long minflt = 0;
 };
 
 class Meter {
  public:
-  Meter() : cpu0_(cpu_seconds()), t0_(std::chrono::steady_clock::now()) {}
+  Meter() : cpu0_(cpu_seconds()), flt0_(minor_faults()), t0_(std::chrono::steady_clock::now()) {}
   Measured stop() const {
     Measured m;
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
     m.cpu_seconds = cpu_seconds() - cpu0_;
+    m.minflt = minor_faults() - flt0_;
     return m;
   }
 
  private:
   double cpu0_;
+  long flt0_;
   std::chrono::steady_clock::time_point t0_;
 };
 
@@ -334,6 +344,7 @@ void run_task(Outcome& out, Body body) {
       .uint("bytes", 0)
       .num("seconds", o.m.seconds, 6)
       .num("cpu_seconds", o.m.cpu_seconds, 6)
+      .uint("minflt", static_cast<std::uint64_t>(o.m.minflt > 0 ? o.m.minflt : 0))
       .num("ns_per_op", ns, 3)
       .uint("errors", o.errors)
       .boolean("ok", ok);

@@ -68,6 +68,7 @@ impl Report {
     pub fn times(&mut self, m: &Measured) -> &mut Self {
         self.float("seconds", m.seconds, 6)
             .float("cpu_seconds", m.cpu_seconds, 6)
+            .int("minflt", m.minflt.max(0) as u64)
     }
 
     /// `errors`, `ok` and, when `error` is given, the error message.
@@ -169,11 +170,24 @@ pub fn cpu_seconds() -> f64 {
     }
 }
 
-/// Start of a measured interval: wall clock and process CPU time.
+/// Minor page faults of the whole process so far (memory touched for the first time).
+pub fn minor_faults() -> i64 {
+    // SAFETY: getrusage only writes into the struct we pass.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
+            return 0;
+        }
+        ru.ru_minflt as i64
+    }
+}
+
+/// Start of a measured interval: wall clock, process CPU time and minor page faults.
 #[derive(Clone, Copy)]
 pub struct Meter {
     t0: Instant,
     cpu0: f64,
+    flt0: i64,
 }
 
 /// Result of a measured interval.
@@ -181,14 +195,17 @@ pub struct Meter {
 pub struct Measured {
     pub seconds: f64,
     pub cpu_seconds: f64,
+    pub minflt: i64,
 }
 
 impl Meter {
     pub fn start() -> Self {
         let cpu0 = cpu_seconds();
+        let flt0 = minor_faults();
         Meter {
             t0: Instant::now(),
             cpu0,
+            flt0,
         }
     }
     pub fn started_at(&self) -> Instant {
@@ -199,6 +216,7 @@ impl Meter {
         Measured {
             seconds,
             cpu_seconds: cpu_seconds() - self.cpu0,
+            minflt: minor_faults() - self.flt0,
         }
     }
 }
