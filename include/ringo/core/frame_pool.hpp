@@ -5,7 +5,9 @@
 // allocation of its class in a handful of instructions), refilled by carving fresh frames off
 // memory chunks the pool maps itself (64 KiB doubling to 2 MiB; 2 MiB chunks are aligned and
 // asked for transparent huge pages, so a million live tasks take ~70 page faults, not ~50 000,
-// and no malloc header). Frames are not returned to the operating system: a thread keeps the
+// and no malloc header; on a virtual machine whose host reclaims free guest memory, a fresh
+// huge page can instead cost the host's faults, so there the gain varies run to run).
+// Frames are not returned to the operating system: a thread keeps the
 // frames its tasks freed (a frame freed on another thread joins that thread's lists), and a
 // thread that ends hands its spare frames and chunk to a process-wide depot that other
 // threads draw from. Frame memory therefore stays at the peak of frames alive at once.
