@@ -289,13 +289,18 @@ MICRO_SUBS = {
     # each awaited. spawn-one: one task alive at a time (spawn, join, spawn ...).
     "spawn": "spawn --count {count}",
     "spawn-one": "spawn --count {count} --batch 1",
-    "yield": "yield --count {count}",
+    # yield: in a spawned task (every runtime's ordinary case); yield-root: in the root future
+    # given to block_on, where Monoio polls futures_lite's yield_now again without its
+    # scheduler (how the Condy benchmark ran it). Asio has no root future.
+    "yield": "yield --count {count} --in task",
+    "yield-root": "yield --count {count} --in root",
     "channel": "channel --messages {count} --pairs 1 --capacity 1024",
     "channel-pairs": "channel --messages {messages} --pairs {count} --capacity 1024",
 }
 
 
-def _micro(binary: str, subs=("spawn", "spawn-one", "yield", "channel", "channel-pairs"), xthread: str | None = None) -> dict:
+def _micro(binary: str, subs=("spawn", "spawn-one", "yield", "yield-root", "channel", "channel-pairs"),
+           xthread: str | None = None) -> dict:
     """The subcommands of one micro-benchmark program; `xthread` adds the cross-thread channel
     (one producer runtime/thread, one consumer runtime/thread on another CPU, bounded channel of
     1024) from that binary."""
@@ -323,7 +328,8 @@ def _micro_impls() -> list[Impl]:
           when=lambda p: p.get("batch") == 32),
         I("liburing", {"nop": "<bench_micro_uring> nop --count {count}",
                        "when-all-nop": "<bench_micro_uring> nop-batch --count {count} --batch {batch}"}),
-        I("asio", _micro("bench_asio_micro", xthread="bench_asio_micro")),
+        I("asio", _micro("bench_asio_micro", subs=("spawn", "spawn-one", "yield", "channel", "channel-pairs"),
+                         xthread="bench_asio_micro")),
         I("monoio", _micro(MONOIO, xthread=MONOIO_XTHREAD)),
         I("compio", _micro(COMPIO, xthread=COMPIO)),
         I("tokio", _micro(TOKIO, xthread=TOKIO)),
@@ -337,7 +343,7 @@ WHEN_ALL_BATCHES = (8, 32, 128)
 
 def _micro_points(counts, pair_counts, messages, timeout_counts):
     pts = []
-    for sub in ("spawn", "yield", "channel", "nop", "xthread-channel", "pool-spawn"):
+    for sub in ("spawn", "yield", "yield-root", "channel", "nop", "xthread-channel", "pool-spawn"):
         pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in counts]
     # One task alive at a time is a steady state whatever the count; compio enters the kernel
     # per spawn there (~20 µs each here), so the counts stop at 100 000.
@@ -444,7 +450,8 @@ FIGURES: list[Figure] = [
                                        "channel": "messages",
                                        "spawn": "tasks, all alive at once (spawn every one, then join each)",
                                        "spawn-one": "tasks, one alive at a time (spawn, join, spawn ...)",
-                                       "yield": "yields",
+                                       "yield": "yields, in a spawned task",
+                                       "yield-root": "yields, in the root future of block_on (Asio has none)",
                                        "nop": "NOPs", "xthread-channel": "messages",
                                        "pool-spawn": "tasks (spawned round robin on 2 runtimes)",
                                        "when-all-nop": "NOPs per when_all / per raw submission (2^20 NOPs per run)",

@@ -1,6 +1,6 @@
 // ringo's runtime micro benchmarks with the command line and JSON line of the Rust
 // baselines (bench/rust/README.md), for the suite's "micro" figure:
-//   bench_ringo_micro spawn --count N [--batch B] | yield --count N | nop --count N
+//   bench_ringo_micro spawn --count N [--batch B] | yield --count N [--in task|root] | nop --count N
 //                                            (spawn: B tasks alive at once, all N by default)
 //   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
 //   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
@@ -85,6 +85,10 @@ ringo::Task<long> yield_loop(long n) {
         co_await ringo::yield();
     co_return n;
 }
+
+// Runs `body` as a spawned task (--in task, the default, as the Rust programs do) instead of
+// as the root task of block_on (--in root); ringo schedules both the same way.
+ringo::Task<long> in_task(ringo::Task<long> body) { co_return co_await ringo::spawn(std::move(body)); }
 
 ringo::Task<long> nop_loop(long n) {
     long ok = 0;
@@ -489,10 +493,18 @@ int main(int argc, char** argv) {
         return pool_switch_main(argc, argv);
     std::string sub = argv[1];
     long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256, spawn_batch = 0;
+    bool in_root = false; // --in task|root: where the body runs (as the Rust programs' option)
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         if (i + 1 >= argc)
             usage(("missing value for " + a).c_str());
+        if (a == "--in") {
+            std::string w = argv[++i];
+            if (w != "task" && w != "root")
+                usage("--in takes task or root");
+            in_root = w == "root";
+            continue;
+        }
         char* end = nullptr;
         long v = std::strtol(argv[++i], &end, 10);
         if (!end || *end || v < 0 || (v == 0 && a != "--batch")) // spawn --batch 0: all at once
@@ -528,7 +540,7 @@ int main(int argc, char** argv) {
     if (sub == "spawn")
         ok = rt.block_on(spawn_loop(count, spawn_batch <= 0 || spawn_batch > count ? count : spawn_batch));
     else if (sub == "yield")
-        ok = rt.block_on(yield_loop(count));
+        ok = in_root ? rt.block_on(yield_loop(count)) : rt.block_on(in_task(yield_loop(count)));
     else if (sub == "nop")
         ok = rt.block_on(nop_loop(count));
     else if (sub == "channel") {
