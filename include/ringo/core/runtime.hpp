@@ -502,8 +502,12 @@ public:
     /// when it ends, or here (on this thread) if it has already ended, even when that runtime
     /// has been destroyed since.
     void detach() noexcept {
-        if (!h_)
-            return;
+        if (h_) // inline: most handles are empty when they go (joined, or moved from)
+            detach_held();
+    }
+
+private:
+    [[gnu::noinline]] void detach_held() noexcept {
         auto& p = h_.promise();
         std::uintptr_t old = p.join_.exchange(detail::join_detached, std::memory_order_acq_rel);
         if (old == detail::join_completed || old == detail::join_abandoned) {
@@ -518,6 +522,7 @@ public:
         h_ = {};
     }
 
+public:
     /// Requests cancellation of the task: the operation it waits on is cancelled (it still
     /// resumes only after that operation's final CQE, with -ECANCELED unless it completed),
     /// and every operation it starts afterwards completes at once with -ECANCELED. Callable
