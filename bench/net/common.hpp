@@ -371,3 +371,75 @@ inline void raise_nofile() {
 }
 
 }  // namespace nb
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace nb {
+
+// Bounds a run's wall time from a helper thread, so the measured event loop carries no timer
+// at all: every program of the suite (raw liburing, epoll, ringo) waits the same way, without
+// a timeout on its waits. At the deadline the watchdog runs a "give up" action, which must make
+// the loop's pending waits complete (shutdown(2) of the sockets, a byte into every pipe) so the
+// loop sees fired() and stops; if the program still has not finished after a grace period it
+// runs a last action that prints a failed JSON line and _exit()s.
+class Watchdog {
+public:
+    Watchdog() = default;
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+    ~Watchdog() { stop(); }
+
+    // After `seconds`, unless stop() came first: sets fired(), runs give_up() (on the watchdog
+    // thread), waits `grace` more seconds and, if stop() still has not come, runs last_resort()
+    // (expected not to return: print a failed JSON line and _exit).
+    void start(double seconds, std::function<void()> give_up, std::function<void()> last_resort,
+               double grace = 3.0) {
+        give_up_ = std::move(give_up);
+        last_resort_ = std::move(last_resort);
+        th_ = std::thread([this, seconds, grace] {
+            std::unique_lock lk(m_);
+            auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+            if (cv_.wait_until(lk, until, [this] { return stopping_; }))
+                return;
+            fired_.store(true, std::memory_order_release);
+            lk.unlock();
+            if (give_up_)
+                give_up_();
+            lk.lock();
+            until = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
+            if (cv_.wait_until(lk, until, [this] { return stopping_; }))
+                return;
+            if (last_resort_)
+                last_resort_();
+        });
+    }
+
+    // Ends the watchdog (joins its thread). Idempotent.
+    void stop() {
+        {
+            std::lock_guard lk(m_);
+            stopping_ = true;
+        }
+        cv_.notify_all();
+        if (th_.joinable())
+            th_.join();
+    }
+
+    [[nodiscard]] bool fired() const noexcept { return fired_.load(std::memory_order_acquire); }
+
+private:
+    std::thread th_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    bool stopping_ = false;
+    std::atomic<bool> fired_{false};
+    std::function<void()> give_up_;
+    std::function<void()> last_resort_;
+};
+
+}  // namespace nb
