@@ -332,6 +332,12 @@ def _micro_impls() -> list[Impl]:
                          xthread="bench_asio_micro")),
         I("monoio", _micro(MONOIO, xthread=MONOIO_XTHREAD)),
         I("compio", _micro(COMPIO, xthread=COMPIO)),
+        # The fastest single-thread channel a Monoio or compio user would pick (local-sync, by
+        # Monoio's author) besides futures::channel::mpsc, which the rows above use.
+        I("monoio local-sync", {s: f"<{MONOIO}> " + MICRO_SUBS[s] + " --channel local-sync"
+                                for s in ("channel", "channel-pairs")}),
+        I("compio local-sync", {s: f"<{COMPIO}> " + MICRO_SUBS[s] + " --channel local-sync"
+                                for s in ("channel", "channel-pairs")}),
         I("tokio", _micro(TOKIO, xthread=TOKIO)),
     ]
 

@@ -361,7 +361,8 @@ pub fn usage_text(bin: &str, fs_note: &str, yield_note: &str) -> String {
          \x20 echo-server --port P [--buf 4096]      (runs until SIGTERM/SIGINT)\n\
          \x20 spawn       --count N [--batch B] [--in task|root]   (B: join every B spawns; default all at once)\n\
          \x20 yield       --count N [--in task|root]\n\
-         \x20 channel     --messages M --pairs P [--capacity 1024] [--in task|root]\n\
+         \x20 channel     --messages M --pairs P [--capacity 1024] [--in task|root] [--channel default|local-sync]\n\
+         \x20             (local-sync: the local-sync crate's single-thread channel; monoio and compio only)\n\
          \x20 xchannel    --messages M [--capacity 1024] [--in task|root]   (producer and consumer runtimes on two threads/CPUs;\n\
          \x20             monoio: the separate binary ringo-bench-monoio-xthread)\n\
          \x20 --in: run the body in a spawned task (default) or in the block_on root future\n\
@@ -866,15 +867,24 @@ pub struct ChannelOpts {
     pub pairs: u64,
     pub capacity: u64,
     pub place: Place,
+    /// `--channel local-sync`: the single-thread channel of Monoio's author's local-sync crate
+    /// instead of the runtime's default (futures::channel::mpsc for monoio and compio).
+    pub local_sync: bool,
 }
 
 pub fn channel_opts(a: &Args) -> Result<ChannelOpts, UsageError> {
-    a.only(&["messages", "pairs", "capacity", "in"])?;
+    a.only(&["messages", "pairs", "capacity", "in", "channel"])?;
+    let local_sync = match a.raw("channel") {
+        None | Some("default") => false,
+        Some("local-sync") => true,
+        Some(other) => return Err(UsageError(format!("--channel takes default or local-sync, got '{other}'"))),
+    };
     Ok(ChannelOpts {
         messages: a.uint("messages", None, 1, 1 << 40)?,
         pairs: a.uint("pairs", None, 1, 1 << 20)?,
         capacity: a.uint("capacity", Some(1024), 1, 1 << 24)?,
         place: place_opt(a)?,
+        local_sync,
     })
 }
 

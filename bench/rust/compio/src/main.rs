@@ -310,7 +310,7 @@ fn yield_bench(a: &Args, usage: &str) -> ! {
 
 fn channel_bench(a: &Args, usage: &str) -> ! {
     let o = common::channel_opts(a).unwrap_or_else(|e| common::usage_exit("channel", IMPL, &e, usage));
-    let (messages, pairs, capacity) = (o.messages, o.pairs, o.capacity);
+    let (messages, pairs, capacity, local_sync) = (o.messages, o.pairs, o.capacity, o.local_sync);
     // futures' bounded channel holds `buffer + number of senders` messages.
     let buffer = (capacity - 1) as usize;
     let rt = runtime("channel", "plain");
@@ -318,24 +318,35 @@ fn channel_bench(a: &Args, usage: &str) -> ! {
         let meter = Meter::start();
         let mut producers = Vec::with_capacity(pairs as usize);
         let mut consumers = Vec::with_capacity(pairs as usize);
-        for _ in 0..pairs {
-            let (mut tx, mut rx) = futures::channel::mpsc::channel::<u64>(buffer);
-            producers.push(compio::runtime::spawn(async move {
-                for i in 0..messages {
-                    if tx.send(i).await.is_err() {
-                        return false;
-                    }
+        // The same producer and consumer over either channel (local-sync's Tx::send takes &self).
+        macro_rules! spawn_pairs {
+            ($make:expr, $recv:ident) => {
+                for _ in 0..pairs {
+                    #[allow(unused_mut)]
+                    let (mut tx, mut rx) = $make;
+                    producers.push(compio::runtime::spawn(async move {
+                        for i in 0..messages {
+                            if tx.send(i).await.is_err() {
+                                return false;
+                            }
+                        }
+                        true
+                    }));
+                    consumers.push(compio::runtime::spawn(async move {
+                        let (mut n, mut sum) = (0u64, 0u64);
+                        while let Some(v) = rx.$recv().await {
+                            n += 1;
+                            sum = sum.wrapping_add(v);
+                        }
+                        (n, sum)
+                    }));
                 }
-                true
-            }));
-            consumers.push(compio::runtime::spawn(async move {
-                let (mut n, mut sum) = (0u64, 0u64);
-                while let Some(v) = rx.next().await {
-                    n += 1;
-                    sum = sum.wrapping_add(v);
-                }
-                (n, sum)
-            }));
+            };
+        }
+        if local_sync {
+            spawn_pairs!(local_sync::mpsc::bounded::channel::<u64>(capacity as usize), recv);
+        } else {
+            spawn_pairs!(futures::channel::mpsc::channel::<u64>(buffer), next);
         }
         let (mut received, mut errors, mut first_error) = (0u64, 0u64, None);
         for p in producers {
@@ -363,7 +374,7 @@ fn channel_bench(a: &Args, usage: &str) -> ! {
     })
     .unwrap_or_else(|e| body_failed("channel", e));
     let mut r = micro_report("channel", o.place);
-    r.str("channel", "futures::channel::mpsc")
+    r.str("channel", if local_sync { "local_sync::mpsc::bounded" } else { "futures::channel::mpsc" })
         .int("messages", messages)
         .int("pairs", pairs)
         .int("capacity", capacity);

@@ -292,6 +292,9 @@ fn yield_bench(a: &Args, usage: &str) -> ! {
 
 fn channel_bench(a: &Args, usage: &str) -> ! {
     let o = common::channel_opts(a).unwrap_or_else(|e| common::usage_exit("channel", IMPL, &e, usage));
+    if o.local_sync {
+        common::usage_exit("channel", IMPL, &common::UsageError("--channel local-sync: tokio's own tokio::sync::mpsc is its channel".into()), usage);
+    }
     let (messages, pairs, capacity) = (o.messages, o.pairs, o.capacity);
     let rt = runtime("channel", "plain");
     let (m, received, errors, first_error) = run_micro(&rt, o.place, move || async move {
