@@ -200,7 +200,7 @@ def _storage_targets() -> list[Target]:
 
 # --------------------------------------------------------------------------- figure 3: sync vs async
 
-ASYNC_QD = 32  # the seed's iodepth for its asynchronous engine
+ASYNC_QD = 32  # the iodepth "Synchronous IO is fast?!" gives its asynchronous engine
 
 
 def _workloads(modes, variants):
@@ -391,7 +391,7 @@ FIGURES: list[Figure] = [
         _storage_impls(), _storage_profiles(4096, "randread"), plot="lines-log2x", storage=True,
         targets=_storage_targets()),
     Figure(
-        "syncasync", "Sync vs async, 4 KiB (seed 001, fio-style)", "syncasync", "workload", IOPS,
+        "syncasync", "Sync vs async, 4 KiB (after \"Synchronous IO is fast?!\", with fio)", "syncasync", "workload", IOPS,
         _syncasync_impls(),
         {
             "quick": dict(bs=4096, points=_workloads(["randread", "randwrite", "randmixed"], ["buffered", "direct"]),
@@ -424,7 +424,7 @@ FIGURES: list[Figure] = [
         targets=[Target("ringo plain", "epoll", 1.1, "every x", "at least 1.1x epoll"),
                  Target("ringo plain", "asio", 1.1, "every x", "at least 1.1x Asio")]),
     Figure(
-        "pingpong", "Ping-pong in one thread, 4-byte messages (seed 004)", "pingpong", "connections x round trips",
+        "pingpong", "Ping-pong in one thread, 4-byte messages (the liburing4cpp ping-pong benchmark)", "pingpong", "connections x round trips",
         TOTAL_MS, _pingpong_impls(),
         {"quick": dict(points=[{"x": "1x100000", "conns": 1, "msgs": 100000},
                                {"x": "500x500", "conns": 500, "msgs": 500}], warmup_seconds=0, reps=3),
@@ -435,7 +435,7 @@ FIGURES: list[Figure] = [
                  Target("ringo recv/send", "", 0, "every x", "at most 2 event-loop syscalls per round trip",
                         field="loop_syscalls_per_op", max_value=2.0)]),
     Figure(
-        "pipes", "Pipes: 128 pipes x 256 rounds (seed 002)", "pipes", "pipes at read time",
+        "pipes", "Pipes: 128 pipes x 256 rounds (after the Phoronix article on IOCB_NOWAIT for pipes)", "pipes", "pipes at read time",
         RUN_MS, _pipes_impls(),
         {"quick": dict(points=[{"x": "empty", "prefill": 0}, {"x": "prefilled", "prefill": 1}],
                        warmup_seconds=0, reps=9),
@@ -443,7 +443,7 @@ FIGURES: list[Figure] = [
                       warmup_seconds=0, reps=9)},
         plot="bars",
         targets=[Target("ringo", "liburing", 0.95, "every x", "within 5 % of raw liburing")],
-        notes=["10 runs per point, the first (the warm-up) dropped, as in the seed; the table gives "
+        notes=["10 runs per point, the first (the warm-up) dropped, as in the article; the table gives "
                "avg ± stdev, min and max of the other 9. empty: reads are issued on empty pipes; "
                "prefilled: the data is already there when the read is issued."]),
     Figure(
