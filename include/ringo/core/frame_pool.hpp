@@ -72,6 +72,14 @@ inline void* allocate_frame(std::size_t n) {
             p.heads[c] = f->next;
             return f;
         }
+        // No freed frame of this class: carve one off the current chunk (many tasks alive
+        // at once take this path for every spawn), or go out of line for a new chunk.
+        const std::size_t size = (c + 1) * FramePool::granule;
+        if (static_cast<std::size_t>(p.bump_end - p.bump) >= size && p.cleanup_registered) [[likely]] {
+            void* f = p.bump;
+            p.bump += size;
+            return f;
+        }
         return allocate_frame_slow(c);
     }
 #endif
