@@ -98,13 +98,26 @@ void ExceptionSink::report(std::exception_ptr e) noexcept {
 }
 
 void PromiseBase::rethrow_joined() {
-    exc_sink_->release(); // set by on_spawned_final, since the task ended with exc_
+    if (ended_with_exception())
+        exc_sink()->release(); // taken by spawned_task_failed
     std::rethrow_exception(exc_);
+}
+
+void PromiseBase::spawned_task_failed() noexcept {
+    // Runs on the owner's thread, in the task: the task leaves its runtime's list now, so
+    // the words of its links can hold the exception and a reference to the owner's sink for
+    // whoever consumes the result (a detach reports through it, a join releases it).
+    // on_spawned_final sees the tag and leaves the list alone.
+    Runtime* rt = owner_;
+    rt->unregister_task(*this); // exc_ is now an empty exception_ptr
+    exc_ = std::current_exception();
+    exc_sink_tagged_ = reinterpret_cast<std::uintptr_t>(rt->exception_sink().acquire()) | 1;
 }
 
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
-    rt->unregister_task(p);
+    if (!p.ended_with_exception()) [[likely]]
+        rt->unregister_task(p);
     // A pool counts its live tasks; the count drops last, once this task touches nothing
     // of the pool any more.
     struct PoolCount {
@@ -114,18 +127,13 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
                 l->task_ended();
         }
     } pool_count{rt->pool_link()};
-    // Ended with an exception: keep a reference to the runtime's sink for whoever consumes
-    // the result (a detach reports through it, a join releases it). Written before the
-    // exchange publishes the completion.
-    if (p.exc_) [[unlikely]]
-        p.exc_sink_ = rt->exception_sink().acquire();
     std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
     if (old == join_running) [[likely]]
         return std::noop_coroutine();
     if (old == join_detached) {
-        if (p.exc_) {
-            p.exc_sink_->report(p.exc_);
-            p.exc_sink_->release();
+        if (p.ended_with_exception()) {
+            p.exc_sink()->report(p.exc_);
+            p.exc_sink()->release();
         }
         self.destroy();
         return std::noop_coroutine();

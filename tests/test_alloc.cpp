@@ -136,4 +136,12 @@ TEST(Allocation, FrameMemoryIsReusedAcrossWavesAndThreads) {
     EXPECT_EQ(ringo::detail::frame_pool_mapped_bytes(), mapped);
 }
 
+// Every spawned task carries its promise in its frame: 96 bytes keep the frame of an empty
+// task (plus the compiler's 16-32 bytes of resume/destroy pointers and state) in the pool's
+// 128-byte class, so a million live tasks take 128 MB and two cache lines each, not three.
+TEST(Allocation, TaskPromiseLeavesAnEmptyFrameIn128Bytes) {
+    EXPECT_LE(sizeof(ringo::detail::Promise<void>), 96u);
+    EXPECT_LE(sizeof(ringo::detail::Promise<int>), 104u);
+}
+
 } // namespace

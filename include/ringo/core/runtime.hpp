@@ -312,6 +312,8 @@ public:
             tasks_->prev_ = &p;
         tasks_ = &p;
     }
+    /// Takes `p` off the list of live tasks; its link words then hold an empty result
+    /// (PromiseBase::exc_ empty, no sink).
     void unregister_task(detail::PromiseBase& p) noexcept {
         if (p.prev_)
             p.prev_->next_ = p.next_;
@@ -319,6 +321,7 @@ public:
             tasks_ = p.next_;
         if (p.next_)
             p.next_->prev_ = p.prev_;
+        std::construct_at(&p.exc_); // prev_'s stale link is even: no sink tag
     }
     /// yield(): queue `h` and hand control straight to the next ready task while the
     /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
@@ -511,11 +514,11 @@ private:
         auto& p = h_.promise();
         std::uintptr_t old = p.join_.exchange(detail::join_detached, std::memory_order_acq_rel);
         if (old == detail::join_completed || old == detail::join_abandoned) {
-            if (old == detail::join_completed && p.exc_) {
+            if (old == detail::join_completed && p.ended_with_exception()) {
                 // It ended with an exception before this detach: report it through its
                 // runtime's handler now (on this thread).
-                p.exc_sink_->report(p.exc_);
-                p.exc_sink_->release();
+                p.exc_sink()->report(p.exc_);
+                p.exc_sink()->release();
             }
             h_.destroy();
         }

@@ -140,33 +140,57 @@ struct ExceptionSink {
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept;
 
 struct PromiseBase {
+    PromiseBase() noexcept {}
+    PromiseBase(const PromiseBase&) = delete;
+    PromiseBase& operator=(const PromiseBase&) = delete;
+    ~PromiseBase() { exc_.~exception_ptr(); } // the slot holds an exception_ptr whenever a frame goes
+
     // Who resumes when this task ends: for a task that is awaited, its awaiter
     // (continuation_); a spawned task (owner_ set) has none and holds its own frame address
-    // there instead (frame_), for its runtime's shutdown. One word for both keeps the frame
-    // of an empty task at 128 bytes.
+    // there instead (frame_), for its runtime's shutdown.
     union {
         std::coroutine_handle<> continuation_{};
         void* frame_;
     };
-    std::exception_ptr exc_{};
     // Set when the task is spawned; null for a task that is only awaited.
     Runtime* owner_ = nullptr;
     std::atomic<std::uintptr_t> join_{join_running};
-    // The owner runtime's list of live spawned tasks (for shutdown). Once a spawned task
-    // has ended with an exception it has left that list, and prev_'s storage holds
-    // exc_sink_ instead: the owner's ExceptionSink (a reference), through which the
-    // exception is reported if the task's handle is detached, and which joining releases.
+    // A spawned task, while its runtime holds it in its list of live tasks (for shutdown),
+    // links there through prev_ and next_. Once it has left that list (it ended, or its
+    // runtime let it go), the same two words hold what it ended with: exc_, and, when that
+    // is an exception, a reference to the owner's ExceptionSink tagged with bit 0
+    // (exc_sink_tagged_; a list link is never odd), through which the exception is
+    // reported if the task's handle is detached, and which joining releases. A task that is
+    // only awaited never joins a list: exc_ is all it uses. Sharing the words keeps the
+    // frame of an empty spawned task at 128 bytes.
     union {
         PromiseBase* prev_ = nullptr;
-        ExceptionSink* exc_sink_;
+        std::uintptr_t exc_sink_tagged_;
     };
-    PromiseBase* next_ = nullptr;
+    union {
+        PromiseBase* next_;
+        std::exception_ptr exc_{};
+    };
     // The strand this coroutine runs in: its awaiter's when awaited by a ringo task, its own
     // otherwise (spawned, the root of block_on, or awaited by a foreign coroutine). Never null.
     CancelCtx* ctx_ = &own_ctx_;
     CancelCtx own_ctx_;
 
-    void unhandled_exception() noexcept { exc_ = std::current_exception(); }
+    /// A spawned task that ended with an exception: its owner's sink (a reference).
+    [[nodiscard]] ExceptionSink* exc_sink() const noexcept {
+        return reinterpret_cast<ExceptionSink*>(exc_sink_tagged_ & ~std::uintptr_t{1});
+    }
+    /// True once a spawned task has left its runtime's list with an exception.
+    [[nodiscard]] bool ended_with_exception() const noexcept { return (exc_sink_tagged_ & 1) != 0; }
+
+    void unhandled_exception() noexcept {
+        if (owner_) [[unlikely]]
+            spawned_task_failed(); // leaves its runtime's list first: the words become exc_
+        else
+            exc_ = std::current_exception();
+    }
+    /// unhandled_exception of a spawned task (out of line: needs Runtime).
+    void spawned_task_failed() noexcept;
 
     static void* operator new(std::size_t n) { return allocate_frame(n); }
     static void operator delete(void* p, std::size_t n) noexcept { free_frame(p, n); }
