@@ -15,17 +15,21 @@ namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
 void RunQueue::grow() {
+    // Doubles in place with realloc (large queues are mmap'd, which glibc grows with mremap:
+    // the queued handles are neither copied nor faulted in again), then moves the part that
+    // had wrapped round to the front of the old ring behind the rest.
     std::size_t cap = mask_ + 1;
     std::size_t n = tail_ - head_;
-    auto* nb = static_cast<void**>(std::malloc(sizeof(void*) * cap * 2));
+    auto* nb = static_cast<void**>(std::realloc(buf_, sizeof(void*) * cap * 2));
     if (!nb)
         throw std::bad_alloc();
-    for (std::size_t i = 0; i < n; ++i)
-        nb[i] = buf_[(head_ + i) & mask_];
-    std::free(buf_);
+    std::size_t h = head_ & mask_;
+    std::size_t wrapped = h + n > cap ? h + n - cap : 0; // handles at nb[0, wrapped)
+    if (wrapped)
+        std::memcpy(nb + cap, nb, sizeof(void*) * wrapped);
     buf_ = nb;
-    head_ = 0;
-    tail_ = n;
+    head_ = h;
+    tail_ = h + n;
     mask_ = cap * 2 - 1;
 }
 

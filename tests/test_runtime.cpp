@@ -17,6 +17,27 @@ using ringo::Task;
 
 namespace {
 
+// The run queue keeps FIFO order when it grows, whether its contents had wrapped round the
+// end of the ring or not, and rotate() works across the growth.
+TEST(RunQueue, KeepsOrderThroughGrowthWrappedOrNot) {
+    ringo::detail::RunQueue q;
+    auto h = [](std::uintptr_t i) { return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(i * 8 + 8)); };
+    auto id = [](std::coroutine_handle<> c) { return (reinterpret_cast<std::uintptr_t>(c.address()) - 8) / 8; };
+    std::uintptr_t next_in = 0, next_out = 0;
+    // Rounds of pushes bigger than the pops: the ring wraps and then grows, several times over.
+    for (int round = 0; round < 12; ++round) {
+        for (int i = 0; i < 700 + round * 300; ++i)
+            q.push(h(next_in++));
+        for (int i = 0; i < 500 + round * 200; ++i)
+            ASSERT_EQ(id(q.pop()), next_out++);
+        ASSERT_EQ(id(q.rotate(h(next_in++))), next_out++);
+    }
+    ASSERT_EQ(q.size(), next_in - next_out);
+    while (!q.empty())
+        ASSERT_EQ(id(q.pop()), next_out++);
+    EXPECT_EQ(next_out, next_in);
+}
+
 TEST(Runtime, CurrentIsSetOnlyWhileRunning) {
     Runtime rt;
     EXPECT_EQ(Runtime::current(), nullptr);
