@@ -1,6 +1,6 @@
-// The frame pool's slow paths (include/ringo/core/frame_pool.hpp): carving frames off chunks,
+// The frame pool's slow paths (include/ringo/core/detail/frame_pool.hpp): carving frames off chunks,
 // mapping chunks, and the process-wide depot that ending threads leave their frames in.
-#include <ringo/core/frame_pool.hpp>
+#include <ringo/core/detail/frame_pool.hpp>
 
 #include <sys/mman.h>
 

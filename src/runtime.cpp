@@ -1,4 +1,5 @@
 #include <ringo/core/runtime.hpp>
+#include <ringo/core/join_handle.hpp>
 
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -14,77 +15,6 @@ namespace ringo {
 namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
-void RunQueue::grow() {
-    // Doubles in place with realloc (large queues are mmap'd, which glibc grows with mremap:
-    // the queued handles are neither copied nor faulted in again), then moves the part that
-    // had wrapped round to the front of the old ring behind the rest.
-    std::size_t cap = mask_ + 1;
-    std::size_t n = tail_ - head_;
-    auto* nb = static_cast<void**>(std::realloc(buf_, sizeof(void*) * cap * 2));
-    if (!nb)
-        throw std::bad_alloc();
-    std::size_t h = head_ & mask_;
-    std::size_t wrapped = h + n > cap ? h + n - cap : 0; // handles at nb[0, wrapped)
-    if (wrapped)
-        std::memcpy(nb + cap, nb, sizeof(void*) * wrapped);
-    buf_ = nb;
-    head_ = h;
-    tail_ = h + n;
-    mask_ = cap * 2 - 1;
-}
-
-std::uint64_t now_ns() noexcept {
-    timespec ts;
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-void TimerHeap::push(TimerEntry* t) {
-    v_.push_back(t);
-    t->index = v_.size() - 1;
-    sift_up(t->index);
-}
-
-void TimerHeap::remove(TimerEntry* t) noexcept {
-    std::size_t i = t->index;
-    t->index = static_cast<std::size_t>(-1);
-    TimerEntry* last = v_.back();
-    v_.pop_back();
-    if (last == t)
-        return;
-    place(i, last);
-    sift_up(i);
-    sift_down(last->index);
-}
-
-void TimerHeap::sift_up(std::size_t i) noexcept {
-    TimerEntry* t = v_[i];
-    while (i > 0) {
-        std::size_t parent = (i - 1) / 2;
-        if (v_[parent]->deadline <= t->deadline)
-            break;
-        place(i, v_[parent]);
-        i = parent;
-    }
-    place(i, t);
-}
-
-void TimerHeap::sift_down(std::size_t i) noexcept {
-    TimerEntry* t = v_[i];
-    std::size_t n = v_.size();
-    for (;;) {
-        std::size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && v_[c + 1]->deadline < v_[c]->deadline)
-            ++c;
-        if (t->deadline <= v_[c]->deadline)
-            break;
-        place(i, v_[c]);
-        i = c;
-    }
-    place(i, t);
-}
 
 void ExceptionSink::report(std::exception_ptr e) noexcept {
     reported.fetch_add(1, std::memory_order_relaxed);

@@ -5,6 +5,7 @@
 #include <ringo/uring/probe.hpp>
 #include <ringo/uring/ring.hpp>
 
+#include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/pool.hpp>
 #include <ringo/core/runtime.hpp>

@@ -25,7 +25,7 @@
 #include <utility>
 
 #include <ringo/buf/buffer_ring.hpp>
-#include <ringo/core/node_pool.hpp>
+#include <ringo/core/detail/node_pool.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/common.hpp>
 #include <ringo/op/multishot.hpp>

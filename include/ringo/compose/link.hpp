@@ -1,7 +1,7 @@
 // ringo/compose/link.hpp - linked operations and SQE flag decorators.
 #pragma once
 
-#include <ringo/compose/group.hpp>
+#include <ringo/compose/detail/group.hpp>
 #include <ringo/compose/traits.hpp>
 
 namespace ringo {

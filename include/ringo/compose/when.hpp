@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <ringo/compose/cancel.hpp>
-#include <ringo/compose/group.hpp>
+#include <ringo/compose/detail/group.hpp>
 #include <ringo/compose/traits.hpp>
 
 namespace ringo {

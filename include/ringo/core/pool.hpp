@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/runtime.hpp>
 #include <ringo/core/task.hpp>
@@ -109,14 +110,8 @@ public:
         if (!accepting_.load(std::memory_order_seq_cst))
             throw std::logic_error("ringo: RuntimePool::spawn after shutdown began");
         Runtime& rt = *slots_[i]->rt;
-        auto h = task.release();
-        if (!h)
-            throw std::logic_error("ringo: spawn of an empty Task");
+        auto h = detail::take_for_spawn(rt, task);
         auto& p = h.promise();
-        p.owner_ = &rt;
-        p.frame_ = h.address();
-        p.ctx_ = &p.own_ctx_;
-        p.own_ctx_.task_root = true;
         try {
             if (detail::t_current == &rt) {
                 rt.schedule(h);

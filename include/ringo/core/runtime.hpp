@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <ringo/core/detail/run_queue.hpp>
+#include <ringo/core/detail/timer_heap.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/uring/ring.hpp>
@@ -48,61 +50,12 @@ inline constexpr std::uint64_t tag_mask = 7;
 /// The result an operation of a group holds until its final CQE (no CQE carries it).
 inline constexpr int res_pending = -0x7fffffff - 1;
 
-/// What the runtime needs of a group of operations awaited as one (compose/group.hpp): the
+/// What the runtime needs of a group of operations awaited as one (compose/detail/group.hpp): the
 /// awaiting coroutine and how many CQEs are still to come. A member's OpState::h holds the
 /// GroupHead's address.
 struct GroupHead {
     std::coroutine_handle<> waiter{};
     std::size_t remaining = 0;
-};
-
-/// A FIFO of coroutine handles: a power-of-two ring buffer that grows.
-class RunQueue {
-public:
-    RunQueue() { buf_ = static_cast<void**>(std::malloc(sizeof(void*) * 1024)); mask_ = 1023;
-                 if (!buf_) throw std::bad_alloc(); }
-    ~RunQueue() { std::free(buf_); }
-    RunQueue(const RunQueue&) = delete;
-    RunQueue& operator=(const RunQueue&) = delete;
-    bool empty() const noexcept { return head_ == tail_; }
-    std::size_t size() const noexcept { return tail_ - head_; }
-    // One slot always stays free (push grows before the ring fills), so rotate() can write
-    // before it reads.
-    void push(std::coroutine_handle<> h) {
-        if (tail_ - head_ >= mask_) [[unlikely]]
-            grow();
-        buf_[tail_++ & mask_] = h.address();
-    }
-    std::coroutine_handle<> pop() noexcept {
-        return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]);
-    }
-    /// Pushes `h` at the back and pops the front: the next task, or `h` itself when the
-    /// queue was empty. Never grows.
-    std::coroutine_handle<> rotate(std::coroutine_handle<> h) noexcept {
-        void** b = buf_;
-        std::size_t m = mask_, t = tail_, hd = head_;
-        b[t & m] = h.address();
-        tail_ = t + 1;
-        head_ = hd + 1;
-        return std::coroutine_handle<>::from_address(b[hd & m]);
-    }
-
-private:
-    void grow();
-    void** buf_;
-    std::size_t mask_;
-    std::size_t head_ = 0;
-    std::size_t tail_ = 0;
-};
-
-struct JoinWaiter {
-    std::coroutine_handle<> h{}; // empty: a ThreadJoinWaiter
-    Runtime* rt = nullptr;
-};
-struct ThreadJoinWaiter : JoinWaiter {
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
 };
 
 /// A runtime's reference to its ExceptionSink (created with the runtime, released with it).
@@ -133,35 +86,6 @@ struct PoolLink {
             idle.notify_all();
         }
     }
-};
-
-/// CLOCK_MONOTONIC in nanoseconds.
-std::uint64_t now_ns() noexcept;
-
-/// A user-space timer: the runtime keeps them in a heap and lets the kernel see only the
-/// nearest deadline (as the timeout of the io_uring_enter that waits), so any number of
-/// pending timers costs no kernel object at all.
-struct TimerEntry {
-    std::uint64_t deadline = 0;                 ///< CLOCK_MONOTONIC ns
-    std::size_t index = static_cast<std::size_t>(-1); ///< position in the heap; -1: not armed
-    void (*fire)(TimerEntry* self) noexcept = nullptr; ///< runs on the loop; must not resume inline
-    [[nodiscard]] bool armed() const noexcept { return index != static_cast<std::size_t>(-1); }
-};
-
-/// Binary min-heap of TimerEntry pointers with O(log n) removal.
-class TimerHeap {
-public:
-    bool empty() const noexcept { return v_.empty(); }
-    std::size_t size() const noexcept { return v_.size(); }
-    TimerEntry* top() const noexcept { return v_.front(); }
-    void push(TimerEntry* t);
-    void remove(TimerEntry* t) noexcept;
-
-private:
-    void sift_up(std::size_t i) noexcept;
-    void sift_down(std::size_t i) noexcept;
-    void place(std::size_t i, TimerEntry* t) noexcept { v_[i] = t; t->index = i; }
-    std::vector<TimerEntry*> v_;
 };
 
 } // namespace detail
@@ -470,213 +394,5 @@ private:
     bool queue_ring_wake(Runtime& target) noexcept; // sender side, owner thread of *this
     void wake_by_syscall() noexcept;
 };
-
-// ---------------------------------------------------------------------------------------
-// JoinHandle
-
-/// The handle `spawn` returns. `co_await handle` (from any runtime) or `handle.join()`
-/// (from a plain thread) yields the task's value or rethrows its exception; `detach()`
-/// lets it run on its own. A handle dropped without join or detach detaches. Awaiting or
-/// joining a handle a second time throws std::logic_error.
-template <class T>
-class [[nodiscard]] JoinHandle {
-public:
-    using handle_type = std::coroutine_handle<detail::Promise<T>>;
-    JoinHandle() noexcept = default;
-    explicit JoinHandle(handle_type h) noexcept : h_(h) {}
-    JoinHandle(JoinHandle&& o) noexcept : h_(std::exchange(o.h_, {})) {}
-    JoinHandle& operator=(JoinHandle&& o) noexcept {
-        if (this != &o) {
-            detach();
-            h_ = std::exchange(o.h_, {});
-        }
-        return *this;
-    }
-    ~JoinHandle() { detach(); }
-
-    [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
-    /// True once the task has finished (its value is ready).
-    [[nodiscard]] bool is_finished() const noexcept {
-        return h_ && h_.promise().join_.load(std::memory_order_acquire) == detail::join_completed;
-    }
-
-    /// Lets the task run to completion on its own; its frame is freed when it ends, and an
-    /// exception it ends with is reported through the handler of the runtime it ran on, once:
-    /// when it ends, or here (on this thread) if it has already ended, even when that runtime
-    /// has been destroyed since.
-    void detach() noexcept {
-        if (h_) // inline: most handles are empty when they go (joined, or moved from)
-            detach_held();
-    }
-
-private:
-    [[gnu::noinline]] void detach_held() noexcept {
-        auto& p = h_.promise();
-        std::uintptr_t old = p.join_.exchange(detail::join_detached, std::memory_order_acq_rel);
-        if (old == detail::join_completed || old == detail::join_abandoned) {
-            if (old == detail::join_completed && p.ended_with_exception()) {
-                // It ended with an exception before this detach: report it through its
-                // runtime's handler now (on this thread).
-                p.exc_sink()->report(p.exc_);
-                p.exc_sink()->release();
-            }
-            h_.destroy();
-        }
-        h_ = {};
-    }
-
-public:
-    /// Requests cancellation of the task: the operation it waits on is cancelled (it still
-    /// resumes only after that operation's final CQE, with -ECANCELED unless it completed),
-    /// and every operation it starts afterwards completes at once with -ECANCELED. Callable
-    /// from any thread; from another thread it sends a message to the owning runtime and
-    /// returns without waiting. No effect on a finished task or an empty handle.
-    void cancel() {
-        if (!h_)
-            return;
-        auto& p = h_.promise();
-        std::uintptr_t s = p.join_.load(std::memory_order_acquire);
-        if (s == detail::join_completed || s == detail::join_abandoned)
-            return;
-        // owner_ changes when the task moves with switch_to: read it atomically.
-        Runtime* owner = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire);
-        if (owner == detail::t_current)
-            detail::cancel(p.own_ctx_);
-        else
-            owner->request_cancel(p);
-    }
-
-    struct Awaiter : detail::Waitable {
-        JoinHandle* jh;
-        detail::JoinWaiter w{};
-        detail::CancelCtx* ctx = nullptr;
-        explicit Awaiter(JoinHandle* j) noexcept : jh(j) { cancel_fn = &cancel_child; }
-        static void cancel_child(detail::Waitable* self) noexcept {
-            // The awaiting task is being cancelled: cancel the task it waits for, and keep
-            // waiting until that task has finished.
-            try {
-                static_cast<Awaiter*>(self)->jh->cancel();
-            } catch (...) {
-            }
-        }
-        bool await_ready() const noexcept {
-            if (!jh->h_)
-                return true;
-            std::uintptr_t s = jh->h_.promise().join_.load(std::memory_order_acquire);
-            return s == detail::join_completed || s == detail::join_abandoned;
-        }
-        template <class P>
-        bool await_suspend(std::coroutine_handle<P> h) noexcept {
-            w.h = h;
-            w.rt = detail::t_current;
-            std::uintptr_t expected = detail::join_running;
-            if (!jh->h_.promise().join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&w),
-                                                               std::memory_order_acq_rel, std::memory_order_acquire))
-                return false;
-            if ((ctx = detail::ctx_of(h))) {
-                ctx->waiting = this;
-                if (ctx->cancelled)
-                    cancel_child(this);
-            }
-            return true;
-        }
-        T await_resume() {
-            if (ctx)
-                ctx->waiting = nullptr;
-            return jh->take();
-        }
-    };
-    Awaiter operator co_await() & noexcept { return Awaiter{this}; }
-    Awaiter operator co_await() && noexcept { return Awaiter{this}; }
-
-    /// Blocks the calling thread until the task finishes. Throws std::logic_error when
-    /// called from a task on the runtime that runs it (that would deadlock: co_await it).
-    T join() {
-        if (!h_)
-            throw std::logic_error("ringo: join of a JoinHandle that was joined or detached");
-        auto& p = h_.promise();
-        Runtime* owner = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire);
-        if (owner != nullptr && owner == detail::t_current)
-            throw std::logic_error("ringo: join() from the runtime that runs the task would deadlock; co_await it");
-        if (Runtime* cur = detail::t_current)
-            cur->flush_submissions(); // a wake-up this thread queued must leave before it blocks
-        detail::ThreadJoinWaiter w;
-        std::uintptr_t expected = detail::join_running;
-        if (p.join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)),
-                                            std::memory_order_acq_rel, std::memory_order_acquire)) {
-            std::unique_lock lk(w.m);
-            w.cv.wait(lk, [&] { return w.done; });
-        }
-        return take();
-    }
-
-private:
-    T take() {
-        if (!h_)
-            throw std::logic_error("ringo: JoinHandle awaited twice, or after detach");
-        handle_type h = std::exchange(h_, {});
-        struct Free {
-            handle_type h;
-            ~Free() { h.destroy(); }
-        } free{h};
-        if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned)
-            throw std::runtime_error("ringo: the task's runtime was destroyed before it finished");
-        return h.promise().join_result(); // an exception goes to the joiner; nothing is reported
-    }
-    handle_type h_{};
-};
-
-// ---------------------------------------------------------------------------------------
-// spawn, yield, block_on
-
-/// Starts `task` on runtime `rt` (any thread may call this) and returns its handle.
-template <class T>
-JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
-    auto h = task.release();
-    if (!h)
-        throw std::logic_error("ringo: spawn of an empty Task");
-    auto& p = h.promise();
-    p.owner_ = &rt;
-    p.frame_ = h.address();
-    p.ctx_ = &p.own_ctx_;
-    p.own_ctx_.task_root = true;
-    if (detail::t_current == &rt) {
-        rt.register_task(p);
-        rt.schedule(h);
-    } else {
-        rt.post_spawn(p, h);
-    }
-    return JoinHandle<T>{h};
-}
-
-/// Starts `task` on the current runtime. Throws std::logic_error outside a runtime.
-template <class T>
-JoinHandle<T> spawn(Task<T> task) {
-    Runtime* rt = detail::t_current;
-    if (!rt)
-        throw std::logic_error("ringo: spawn() outside a runtime; use spawn(runtime, task)");
-    return spawn(*rt, std::move(task));
-}
-
-/// Lets the other ready tasks run; resumes after them. Outside a runtime it does nothing.
-struct YieldAwaiter {
-    bool await_ready() const noexcept { return false; }
-    std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const {
-        Runtime* rt = detail::t_current;
-        if (!rt) [[unlikely]]
-            return h;
-        return rt->yield_to_next(h);
-    }
-    void await_resume() const noexcept {}
-};
-[[nodiscard]] inline YieldAwaiter yield() noexcept { return {}; }
-
-/// Runs `task` on a fresh default Runtime on this thread and returns its result.
-template <class T>
-T block_on(Task<T> task) {
-    Runtime rt;
-    return rt.block_on(std::move(task));
-}
-
 
 } // namespace ringo

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <ringo/core/frame_pool.hpp>
+#include <ringo/core/detail/frame_pool.hpp>
 
 namespace ringo {
 

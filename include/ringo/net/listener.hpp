@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <ringo/compose/cancel.hpp>
+#include <ringo/core/join_handle.hpp>
 #include <ringo/core/pool.hpp>
 #include <ringo/core/time.hpp>
 #include <ringo/op/socket.hpp>

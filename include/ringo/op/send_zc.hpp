@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <utility>
 
-#include <ringo/core/node_pool.hpp>
+#include <ringo/core/detail/node_pool.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/common.hpp>
 

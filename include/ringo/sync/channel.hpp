@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <ringo/sync/wait_list.hpp>
+#include <ringo/sync/detail/wait_list.hpp>
 
 namespace ringo {
 

@@ -5,7 +5,7 @@
 #include <coroutine>
 #include <utility>
 
-#include <ringo/sync/wait_list.hpp>
+#include <ringo/sync/detail/wait_list.hpp>
 
 namespace ringo {
 

@@ -8,7 +8,7 @@
 #include <limits>
 #include <utility>
 
-#include <ringo/sync/wait_list.hpp>
+#include <ringo/sync/detail/wait_list.hpp>
 
 namespace ringo {
 

@@ -1,4 +1,4 @@
-// ringo/core/node_pool.hpp - a per-thread free list of state nodes that must outlive the
+// ringo/core/detail/node_pool.hpp - a per-thread free list of state nodes that must outlive the
 // object that started an operation (the kernel refers to them until a final CQE), so they
 // cannot live in a coroutine frame. After the first few, taking one allocates nothing.
 #pragma once

@@ -1,4 +1,4 @@
-// ringo/sync/wait_list.hpp - what every coordination primitive is built from: a short
+// ringo/sync/detail/wait_list.hpp - what every coordination primitive is built from: a short
 // spin lock, an intrusive FIFO of waiters, and the rule for waking one (on its own runtime,
 // from any thread, or a plain thread parked in a condition variable).
 #pragma once

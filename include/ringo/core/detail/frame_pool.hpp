@@ -1,4 +1,4 @@
-// ringo/core/frame_pool.hpp - where coroutine frames come from.
+// ringo/core/detail/frame_pool.hpp - where coroutine frames come from.
 //
 // Spawning a task costs one frame. Frames up to 1 KiB come from a per-thread pool instead of
 // the heap: a free list per 16-byte size class (a freed frame is handed back by the next

@@ -1,4 +1,4 @@
-// ringo/compose/group.hpp - several operations submitted together and awaited as one.
+// ringo/compose/detail/group.hpp - several operations submitted together and awaited as one.
 //
 // The engine under when_all of operations and link/hard_link: every operation's SQE goes
 // into the SQ in one go (never split across two submissions), each CQE is counted, and the

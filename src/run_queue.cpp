@@ -1,0 +1,29 @@
+// The run queue's growth (include/ringo/core/detail/run_queue.hpp).
+#include <ringo/core/detail/run_queue.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace ringo::detail {
+
+void RunQueue::grow() {
+    // Doubles in place with realloc (large queues are mmap'd, which glibc grows with mremap:
+    // the queued handles are neither copied nor faulted in again), then moves the part that
+    // had wrapped round to the front of the old ring behind the rest.
+    std::size_t cap = mask_ + 1;
+    std::size_t n = tail_ - head_;
+    auto* nb = static_cast<void**>(std::realloc(buf_, sizeof(void*) * cap * 2));
+    if (!nb)
+        throw std::bad_alloc();
+    std::size_t h = head_ & mask_;
+    std::size_t wrapped = h + n > cap ? h + n - cap : 0; // handles at nb[0, wrapped)
+    if (wrapped)
+        std::memcpy(nb + cap, nb, sizeof(void*) * wrapped);
+    buf_ = nb;
+    head_ = h;
+    tail_ = h + n;
+    mask_ = cap * 2 - 1;
+}
+
+} // namespace ringo::detail
