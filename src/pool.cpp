@@ -23,15 +23,15 @@ void switch_to_misuse(const char* what) { throw std::logic_error(what); }
 
 void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handle<> h) {
     // Pools count their live tasks: a task leaving one pool for another runtime moves its count.
-    PoolLink* fl = from.pool_link();
-    PoolLink* tl = to.pool_link();
+    PoolLink* fl = detail::RuntimeAccess::pool_link(from);
+    PoolLink* tl = detail::RuntimeAccess::pool_link(to);
     if (tl && tl != fl)
         tl->task_started();
-    from.unregister_task(root);
+    detail::RuntimeAccess::unregister_task(from, root);
     // Published before the task is posted: a cancel() that reads the old owner has set the
     // flag first, and `to` checks that flag when the task arrives (Runtime::drain_remote).
     std::atomic_ref<Runtime*>(root.owner_).store(&to, std::memory_order_seq_cst);
-    to.post_migration(root, h); // from here on the task may run on `to`
+    detail::RuntimeAccess::post_migration(to, root, h); // from here on the task may run on `to`
     if (fl && fl != tl)
         fl->task_ended();
 }
@@ -132,7 +132,7 @@ void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
                 throw std::system_error(r, std::generic_category(), "ringo: RuntimePool could not pin a thread to its CPU");
         }
         rt = std::make_unique<Runtime>(opts);
-        rt->set_pool_link(&link_);
+        detail::RuntimeAccess::set_pool_link(*rt, &link_);
         s.rt = rt.get();
     } catch (...) {
         s.error = std::current_exception();
@@ -148,7 +148,7 @@ void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
     }
     // Every wake-up this ring sent must have reached its target before any runtime of the
     // pool closes its ring; then all of them may go.
-    rt->finish_outgoing_wakes();
+    detail::RuntimeAccess::finish_outgoing_wakes(*rt);
     s.final_stats = rt->stats();
     start_->teardown.arrive_and_wait();
     rt.reset();
@@ -225,7 +225,7 @@ void RuntimePool::cancel_until_idle() {
     // Tasks that start, or arrive by switch_to, after a sweep are caught by the next one.
     do {
         for (auto& s : slots_)
-            s->rt->request_cancel_all();
+            detail::RuntimeAccess::request_cancel_all(*s->rt);
     } while (!wait_idle_for(std::chrono::milliseconds(10)));
 }
 

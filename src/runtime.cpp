@@ -43,15 +43,15 @@ void PromiseBase::spawned_task_failed() noexcept {
     // whoever consumes the result (a detach reports through it, a join releases it).
     // on_spawned_final sees the tag and leaves the list alone.
     Runtime* rt = owner_;
-    rt->unregister_task(*this); // exc_ is now an empty exception_ptr
+    detail::RuntimeAccess::unregister_task(*rt, *this); // exc_ is now an empty exception_ptr
     exc_ = std::current_exception();
-    exc_sink_tagged_ = reinterpret_cast<std::uintptr_t>(rt->exception_sink().acquire()) | 1;
+    exc_sink_tagged_ = reinterpret_cast<std::uintptr_t>(detail::RuntimeAccess::exception_sink(*rt).acquire()) | 1;
 }
 
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        rt->unregister_task(p);
+        detail::RuntimeAccess::unregister_task(*rt, p);
     // A pool counts its live tasks; the count drops last, once this task touches nothing
     // of the pool any more.
     struct PoolCount {
@@ -60,7 +60,7 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
             if (l) [[unlikely]]
                 l->task_ended();
         }
-    } pool_count{rt->pool_link()};
+    } pool_count{detail::RuntimeAccess::pool_link(*rt)};
     std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
     if (old == join_running) [[likely]]
         return std::noop_coroutine();

@@ -42,7 +42,7 @@ std::remove_cvref_t<O> drain(O&& op) {
     std::remove_cvref_t<O> o = std::forward<O>(op);
     o.with_sqe_flags(uring::compat::sqe_flag::io_drain);
     if (Runtime* rt = Runtime::current())
-        rt->note_drain_used();
+        detail::RuntimeAccess::note_drain_used(*rt);
     return o;
 }
 

@@ -80,7 +80,7 @@ Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d
         if (d.count() <= 0)
             detail::cancel(branch);
         else
-            rt->add_timer(timer);
+            detail::RuntimeAccess::add_timer(*rt, timer);
     }
     std::exception_ptr exc;
     std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
@@ -96,7 +96,7 @@ Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d
     }
     bool expired = timer.fired || d.count() <= 0;
     if (rt)
-        rt->remove_timer(timer);
+        detail::RuntimeAccess::remove_timer(*rt, timer);
     co_await detail::LeaveBranch{&branch, outer};
     if (exc)
         std::rethrow_exception(exc);

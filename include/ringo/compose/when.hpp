@@ -85,7 +85,7 @@ inline void start_branch(BranchGroup& g, Task<void> t) {
     p.ctx_ = &p.own_ctx_;
     p.own_ctx_.link_under(g.ctx);
     p.join_.store(join_detached, std::memory_order_relaxed);
-    rt.register_task(p);
+    detail::RuntimeAccess::register_task(rt, p);
     rt.schedule(h);
 }
 

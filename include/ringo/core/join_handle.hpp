@@ -101,7 +101,7 @@ public:
         if (owner == detail::t_current)
             detail::cancel(p.own_ctx_);
         else
-            owner->request_cancel(p);
+            detail::RuntimeAccess::request_cancel(*owner, p);
     }
 
     struct Awaiter : detail::Waitable {
@@ -210,10 +210,10 @@ JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
     auto h = detail::take_for_spawn(rt, task);
     auto& p = h.promise();
     if (detail::t_current == &rt) {
-        rt.register_task(p);
+        detail::RuntimeAccess::register_task(rt, p);
         rt.schedule(h);
     } else {
-        rt.post_spawn(p, h);
+        detail::RuntimeAccess::post_spawn(rt, p, h);
     }
     return JoinHandle<T>{h};
 }
@@ -234,7 +234,7 @@ struct YieldAwaiter {
         Runtime* rt = detail::t_current;
         if (!rt) [[unlikely]]
             return h;
-        return rt->yield_to_next(h);
+        return detail::RuntimeAccess::yield_to_next(*rt, h);
     }
     void await_resume() const noexcept {}
 };

@@ -115,10 +115,10 @@ public:
         try {
             if (detail::t_current == &rt) {
                 rt.schedule(h);
-                rt.count_spawn();
-                rt.link_task(p);
+                detail::RuntimeAccess::count_spawn(rt);
+                detail::RuntimeAccess::link_task(rt, p);
             } else {
-                rt.post_spawn_counted(p, h);
+                detail::RuntimeAccess::post_spawn_counted(rt, p, h);
             }
         } catch (...) { // out of memory for the queue: the task never starts
             h.destroy();

@@ -24,6 +24,8 @@ namespace ringo {
 
 namespace detail {
 
+struct RuntimeAccess;
+
 extern constinit thread_local Runtime* t_current;
 
 /// The state every awaited operation keeps in its coroutine frame. Its address (low bits
@@ -142,8 +144,6 @@ public:
     void schedule(std::coroutine_handle<> h) { ready_.push(h); }
     /// Queues a suspended coroutine from any thread; wakes the runtime if it sleeps.
     void post(std::coroutine_handle<> h);
-    /// Hands a freshly spawned task to this runtime from any thread.
-    void post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h);
 
     /// A free SQE; when the SQ is full it first submits what is gathered. Never null.
     io_uring_sqe* get_sqe() {
@@ -160,7 +160,6 @@ public:
     }
     /// Book-keeping for an awaited operation whose SQE was just prepared.
     void op_started() noexcept { ++in_flight_; }
-    void ops_started(std::uint32_t n) noexcept { in_flight_ += n; }
     /// Book-keeping for an operation completed through a detail::Completion.
     void op_finished() noexcept { --in_flight_; }
     /// Submits IORING_OP_ASYNC_CANCEL for the operation whose user_data is `op` (owner
@@ -208,6 +207,18 @@ public:
         return loop_now_;
     }
 
+    [[nodiscard]] std::size_t timers_pending() const noexcept { return timers_.size(); }
+
+    /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the
+    /// thread: a MSG_RING wake-up queued for another runtime then leaves at once.
+    void flush_submissions() noexcept;
+private:
+    // Entry points for ringo's own layers (operations, combinators, sync, the pool), which
+    // reach them through detail::RuntimeAccess: nothing here is for users to call.
+    friend struct detail::RuntimeAccess;
+    /// Hands a freshly spawned task to this runtime from any thread.
+    void post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h);
+    void ops_started(std::uint32_t n) noexcept { in_flight_ += n; }
     /// Arms a user-space timer (owner thread). Its `fire` runs from the loop once the
     /// deadline has passed.
     void add_timer(detail::TimerEntry& t) { timers_.push(&t); }
@@ -216,13 +227,11 @@ public:
         if (t.armed())
             timers_.remove(&t);
     }
-    [[nodiscard]] std::size_t timers_pending() const noexcept { return timers_.size(); }
-
     /// Asks for the cancellation of a task owned by this runtime, from any thread. The
     /// caller must keep the task alive (hold its JoinHandle) until this returns.
     void request_cancel(detail::PromiseBase& p);
 
-    // Internal: spawned-task registry and counters.
+    // The spawned-task registry and counters.
     void register_task(detail::PromiseBase& p) noexcept {
         ++tasks_spawned_;
         if (pool_) [[unlikely]]
@@ -260,7 +269,7 @@ public:
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
 
-    // Internal, for RuntimePool and switch_to (core/pool.hpp, src/pool.cpp).
+    // For RuntimePool and switch_to (core/pool.hpp, src/pool.cpp).
     /// The pool this runtime belongs to (set before it runs), or null.
     void set_pool_link(detail::PoolLink* l) noexcept { pool_ = l; }
     [[nodiscard]] detail::PoolLink* pool_link() const noexcept { return pool_; }
@@ -277,9 +286,6 @@ public:
     void cancel_all_tasks() noexcept;
     /// Asks this runtime, from any thread, to cancel every task registered here.
     void request_cancel_all();
-    /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the
-    /// thread: a MSG_RING wake-up queued for another runtime then leaves at once.
-    void flush_submissions() noexcept;
     /// Submits the MSG_RING wake-ups this runtime queued for others and waits until those
     /// that post a CQE here have (owner thread, outside the loop); a pool calls it before
     /// any runtime of the pool is destroyed.
@@ -287,7 +293,6 @@ public:
     /// Where exceptions of this runtime's detached tasks are reported (see ExceptionSink).
     detail::ExceptionSink& exception_sink() noexcept { return *exc_sink_; }
 
-private:
     void run(std::coroutine_handle<> root);
     void run_ready();
     void step_with_work_or_timers();
@@ -394,5 +399,34 @@ private:
     bool queue_ring_wake(Runtime& target) noexcept; // sender side, owner thread of *this
     void wake_by_syscall() noexcept;
 };
+
+namespace detail {
+
+/// The internal entry points of a Runtime, for ringo's own layers (operations, combinators,
+/// sync, the pool). Users never need it: what is theirs to call is public on Runtime.
+struct RuntimeAccess {
+    static void post_spawn(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) { rt.post_spawn(p, h); }
+    static void post_spawn_counted(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) {
+        rt.post_spawn_counted(p, h);
+    }
+    static void post_migration(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) { rt.post_migration(p, h); }
+    static void ops_started(Runtime& rt, std::uint32_t n) noexcept { rt.ops_started(n); }
+    static void add_timer(Runtime& rt, TimerEntry& t) { rt.add_timer(t); }
+    static void remove_timer(Runtime& rt, TimerEntry& t) noexcept { rt.remove_timer(t); }
+    static void request_cancel(Runtime& rt, PromiseBase& p) { rt.request_cancel(p); }
+    static void register_task(Runtime& rt, PromiseBase& p) noexcept { rt.register_task(p); }
+    static void link_task(Runtime& rt, PromiseBase& p) noexcept { rt.link_task(p); }
+    static void unregister_task(Runtime& rt, PromiseBase& p) noexcept { rt.unregister_task(p); }
+    static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
+    static std::coroutine_handle<> yield_to_next(Runtime& rt, std::coroutine_handle<> h) { return rt.yield_to_next(h); }
+    static void set_pool_link(Runtime& rt, PoolLink* l) noexcept { rt.set_pool_link(l); }
+    static PoolLink* pool_link(const Runtime& rt) noexcept { return rt.pool_link(); }
+    static void note_drain_used(Runtime& rt) noexcept { rt.note_drain_used(); }
+    static void request_cancel_all(Runtime& rt) { rt.request_cancel_all(); }
+    static void finish_outgoing_wakes(Runtime& rt) noexcept { rt.finish_outgoing_wakes(); }
+    static ExceptionSink& exception_sink(Runtime& rt) noexcept { return rt.exception_sink(); }
+};
+
+} // namespace detail
 
 } // namespace ringo

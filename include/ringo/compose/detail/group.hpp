@@ -93,7 +93,7 @@ struct GroupState : GroupHead, Waitable {
             sqe->user_data = member_user_data(st);
             ++i;
         });
-        rt->ops_started(static_cast<std::uint32_t>(n));
+        detail::RuntimeAccess::ops_started(*rt, static_cast<std::uint32_t>(n));
         remaining = n;
         waiter = awaiting;
         if (ctx)
