@@ -1,6 +1,8 @@
 // ringo/ringo.hpp - the umbrella header.
 #pragma once
 
+#include <ringo/version.hpp>
+
 #include <ringo/uring/compat.hpp>
 #include <ringo/uring/probe.hpp>
 #include <ringo/uring/ring.hpp>
