@@ -27,23 +27,24 @@ int main(int argc, char** argv) {
 
     ringo::RuntimePool pool{threads, ringo::PoolOptions{}.pin_threads()};
     ringo::net::ShardedListener server{pool, INADDR_ANY, port, [](int fd) -> ringo::Task<void> {
-        char buf[4096];
-        for (;;) {
-            int n = co_await ringo::op::recv(fd, buf, sizeof buf);
-            if (n <= 0)
-                break;
-            int sent = 0;
-            while (sent < n) {
-                int w = co_await ringo::op::send(fd, buf + sent, static_cast<std::size_t>(n - sent));
-                if (w <= 0)
-                    break;
-                sent += w;
-            }
-            if (sent < n)
-                break;
-        }
-        co_await ringo::op::close(fd);
-    }};
+                                           char buf[4096];
+                                           for (;;) {
+                                               int n = co_await ringo::op::recv(fd, buf, sizeof buf);
+                                               if (n <= 0)
+                                                   break;
+                                               int sent = 0;
+                                               while (sent < n) {
+                                                   int w = co_await ringo::op::send(fd, buf + sent,
+                                                                                    static_cast<std::size_t>(n - sent));
+                                                   if (w <= 0)
+                                                       break;
+                                                   sent += w;
+                                               }
+                                               if (sent < n)
+                                                   break;
+                                           }
+                                           co_await ringo::op::close(fd);
+                                       }};
     std::printf("echo on port %u, %zu runtimes\n", server.port(), pool.size());
     std::fflush(stdout);
 

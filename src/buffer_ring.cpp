@@ -29,10 +29,8 @@ std::string describe_register_error(int err, unsigned group, unsigned entries, s
     case EINVAL:
         return what + " was refused: IORING_REGISTER_PBUF_RING needs kernel 5.19, or the kernel does not take "
                       "these arguments";
-    case ENOMEM:
-        return what + " failed: the kernel could not pin the ring's memory (RLIMIT_MEMLOCK?)";
-    default:
-        return what + " failed";
+    case ENOMEM: return what + " failed: the kernel could not pin the ring's memory (RLIMIT_MEMLOCK?)";
+    default: return what + " failed";
     }
 }
 
@@ -59,8 +57,9 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     void* map = ::mmap(nullptr, ring_bytes + data_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED)
         throw std::system_error(errno, std::generic_category(),
-                                "ringo: BufferRing: cannot map " + std::to_string(ring_bytes + data_bytes) + " bytes for " +
-                                    std::to_string(entries) + " buffers of " + std::to_string(buffer_size) + " bytes");
+                                "ringo: BufferRing: cannot map " + std::to_string(ring_bytes + data_bytes) +
+                                    " bytes for " + std::to_string(entries) + " buffers of " +
+                                    std::to_string(buffer_size) + " bytes");
     st->rt = &rt;
     st->map = map;
     st->map_bytes = ring_bytes + data_bytes;
@@ -89,7 +88,8 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     reg.bgid = group.id;
     if (int r = io_uring_register_buf_ring(&rt.ring().raw(), &reg, 0); r < 0) {
         ::munmap(map, st->map_bytes);
-        throw std::system_error(-r, std::generic_category(), describe_register_error(-r, group.id, entries, buffer_size,
+        throw std::system_error(-r, std::generic_category(),
+                                describe_register_error(-r, group.id, entries, buffer_size,
                                                         (rt.setup_flags() & uring::compat::setup::single_issuer) != 0));
     }
     next.release();

@@ -129,7 +129,8 @@ void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
             CPU_SET(cpu, &set);
             int r = ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
             if (r != 0)
-                throw std::system_error(r, std::generic_category(), "ringo: RuntimePool could not pin a thread to its CPU");
+                throw std::system_error(r, std::generic_category(),
+                                        "ringo: RuntimePool could not pin a thread to its CPU");
         }
         rt = std::make_unique<Runtime>(opts);
         detail::RuntimeAccess::set_pool_link(*rt, &link_);

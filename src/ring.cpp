@@ -80,17 +80,10 @@ std::string describe_setup_error(int err, const RingParams& p, std::uint32_t fla
                "kernel.io_uring_disabled)";
         break;
     case EMFILE:
-    case ENFILE:
-        msg += ": too many open files";
-        break;
-    case ENOSYS:
-        msg += ": this kernel has no io_uring";
-        break;
-    case EINVAL:
-        msg += ": the kernel rejected these parameters even after dropping optional flags";
-        break;
-    default:
-        break;
+    case ENFILE: msg += ": too many open files"; break;
+    case ENOSYS: msg += ": this kernel has no io_uring"; break;
+    case EINVAL: msg += ": the kernel rejected these parameters even after dropping optional flags"; break;
+    default: break;
     }
     if (p.attach_wq_fd >= 0 && (err == ENXIO || err == EBADF || err == EINVAL)) {
         // The kernel answers ENXIO for a wq_fd that is not open and EINVAL for one that is not

@@ -1,5 +1,5 @@
-#include <ringo/core/runtime.hpp>
 #include <ringo/core/join_handle.hpp>
+#include <ringo/core/runtime.hpp>
 
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -276,9 +276,7 @@ bool Runtime::queue_ring_wake(Runtime& target) noexcept {
     return true;
 }
 
-void Runtime::on_ring_wake(detail::Completion* c, int, std::uint32_t) {
-    static_cast<RingWake*>(c)->rt->drain_remote();
-}
+void Runtime::on_ring_wake(detail::Completion* c, int, std::uint32_t) { static_cast<RingWake*>(c)->rt->drain_remote(); }
 
 void Runtime::on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t) {
     // Runs on the sender; `c` belongs to the target.
@@ -326,8 +324,8 @@ void Runtime::post_remote(RemoteItem item) {
     // sender's own ring, submitted with its other SQEs (the pool keeps every runtime alive
     // until all of them have stopped and sent their last message).
     Runtime* sender = detail::t_current;
-    bool by_ring = sender && sender != this && pool_ && sender->pool_ == pool_ && !sender->discard_ &&
-                   !sender->drain_used_;
+    bool by_ring =
+        sender && sender != this && pool_ && sender->pool_ == pool_ && !sender->discard_ && !sender->drain_used_;
     {
         // Otherwise the wake-up is written under the lock: once the item is visible the target
         // may run it, finish, and start destroying itself, and its destructor takes this lock
@@ -413,18 +411,14 @@ void Runtime::reap_overflow() {
 void Runtime::handle_submit_error(int r) {
     switch (-r) {
     case EINTR:
-    case ETIME:
-        return;
+    case ETIME: return;
     case EBUSY:
     case EAGAIN:
         // CQ overflow: the caller reaps and comes back.
         ++backpressure_;
         return;
-    case EBADR:
-        std::fprintf(stderr, "ringo: the kernel dropped completions (CQ overflow without NODROP)\n");
-        return;
-    default:
-        throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed");
+    case EBADR: std::fprintf(stderr, "ringo: the kernel dropped completions (CQ overflow without NODROP)\n"); return;
+    default: throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed");
     }
 }
 

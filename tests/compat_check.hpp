@@ -14,6 +14,8 @@
 // It expects `io_uring_op` to be visible where it is included; it includes nothing itself.
 #pragma once
 
+// One table, laid out by hand: clang-format cannot lay out this X-macro list stably.
+// clang-format off
 #define RINGO_COMPAT_OPCODES(X)                                                                      \
     X(IORING_OP_NOP, nop) X(IORING_OP_READV, readv) X(IORING_OP_WRITEV, writev)                       \
     X(IORING_OP_FSYNC, fsync) X(IORING_OP_READ_FIXED, read_fixed) X(IORING_OP_WRITE_FIXED, write_fixed) \
@@ -39,21 +41,22 @@
     X(IORING_OP_RECV_ZC, recv_zc) X(IORING_OP_EPOLL_WAIT, epoll_wait) X(IORING_OP_READV_FIXED, readv_fixed) \
     X(IORING_OP_WRITEV_FIXED, writev_fixed) X(IORING_OP_PIPE, pipe) X(IORING_OP_NOP128, nop128)       \
     X(IORING_OP_URING_CMD128, uring_cmd128)
+// clang-format on
 
 namespace ringo_compat_check {
 
 namespace c = ::ringo::uring::compat;
 
-#define RINGO_COMPAT_CHECK_OPCODE(NAME, RINGO)                                                      \
-    template <class E>                                                                              \
-    constexpr int check_##NAME() {                                                                  \
-        if constexpr (requires { E::NAME; }) {                                                      \
-            static_assert(static_cast<int>(E::NAME) == static_cast<int>(c::opcode::RINGO),         \
-                          #NAME " differs between io_uring.h and ringo/uring/compat.hpp");         \
-            return 1;                                                                               \
-        } else {                                                                                    \
-            return 0;                                                                               \
-        }                                                                                           \
+#define RINGO_COMPAT_CHECK_OPCODE(NAME, RINGO)                                                                         \
+    template <class E>                                                                                                 \
+    constexpr int check_##NAME() {                                                                                     \
+        if constexpr (requires { E::NAME; }) {                                                                         \
+            static_assert(static_cast<int>(E::NAME) == static_cast<int>(c::opcode::RINGO),                             \
+                          #NAME " differs between io_uring.h and ringo/uring/compat.hpp");                             \
+            return 1;                                                                                                  \
+        } else {                                                                                                       \
+            return 0;                                                                                                  \
+        }                                                                                                              \
     }
 RINGO_COMPAT_OPCODES(RINGO_COMPAT_CHECK_OPCODE)
 #undef RINGO_COMPAT_CHECK_OPCODE
@@ -70,9 +73,9 @@ static_assert(opcodes_checked == opcodes_expected,
 
 // Flags: macros. Each check takes one __COUNTER__ value, so the checks that ran are counted.
 inline constexpr int macros_base = __COUNTER__;
-#define RINGO_SAME(RINGO, NAME)                                                                     \
-    static_assert(static_cast<long long>(RINGO) == static_cast<long long>(NAME),                    \
-                  #NAME " differs between io_uring.h and ringo/uring/compat.hpp");                 \
+#define RINGO_SAME(RINGO, NAME)                                                                                        \
+    static_assert(static_cast<long long>(RINGO) == static_cast<long long>(NAME),                                       \
+                  #NAME " differs between io_uring.h and ringo/uring/compat.hpp");                                     \
     static_assert(__COUNTER__ >= 0);
 
 // io_uring_setup() flags
@@ -385,12 +388,18 @@ const char* sqe_recipe_mismatch_on() {
     if (!flags_ok)
         return "op_flags (nop_flags, pipe_flags, waitid_flags, futex_flags, install_fd_flags)";
     f::sock_level_optname(&s, 6u, 0x1234'5678u);
-    if constexpr (requires { s.level; s.optname; }) {
+    if constexpr (requires {
+                      s.level;
+                      s.optname;
+                  }) {
         if (s.level != 6u || s.optname != 0x1234'5678u)
             return "sock_level_optname (level, optname)";
     }
     f::sock_optval(&s, 0x1122'3344'5566'7788u, 24u);
-    if constexpr (requires { s.optval; s.optlen; }) {
+    if constexpr (requires {
+                      s.optval;
+                      s.optlen;
+                  }) {
         if (s.optval != 0x1122'3344'5566'7788u || s.optlen != 24u)
             return "sock_optval (optval, optlen)";
     }

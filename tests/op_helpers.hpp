@@ -48,7 +48,7 @@ public:
     }
     int release() noexcept { return std::exchange(fd_, -1); }
     [[nodiscard]] int get() const noexcept { return fd_; }
-    operator int() const noexcept { return fd_; }                         // NOLINT
+    operator int() const noexcept { return fd_; }                                    // NOLINT
     operator ringo::op::FileRef() const noexcept { return ringo::op::FileRef(fd_); } // NOLINT
 
 private:

@@ -609,8 +609,8 @@ TEST(RecvStream, DestroyingAStreamInFlightCancelsAndWaitsForTheFinalCqe) {
             EXPECT_EQ(s.queued(), 1u);
             EXPECT_EQ(ring->lent(), 1u);
             EXPECT_EQ(rt.stats().ops_in_flight, 1u);
-        } // dropped with its multishot armed and a buffer queued
-        EXPECT_EQ(ring->lent(), 0u); // the queued buffer went back at once
+        }                                        // dropped with its multishot armed and a buffer queued
+        EXPECT_EQ(ring->lent(), 0u);             // the queued buffer went back at once
         EXPECT_EQ(rt.stats().ops_in_flight, 1u); // the multishot still counts until its final CQE
         co_await settle();
         EXPECT_EQ(rt.stats().ops_in_flight, 0u);

@@ -124,7 +124,8 @@ TEST(Sleep, SleepsAtLeastTheDuration) {
 }
 
 TEST(Sleep, NonPositiveDurationReturnsAtOnce) {
-    EXPECT_EQ(run([]() -> Task<int> { co_return co_await ringo::sleep_for(-5ms) + co_await ringo::sleep_for(0ms); }), 0);
+    EXPECT_EQ(run([]() -> Task<int> { co_return co_await ringo::sleep_for(-5ms) + co_await ringo::sleep_for(0ms); }),
+              0);
 }
 
 TEST(Sleep, ManySleepersWakeInDeadlineOrder) {
@@ -305,10 +306,10 @@ TEST(Cancel, FromAnotherThreadNeverBlocks) {
     }());
     canceller.join();
     EXPECT_TRUE(returned_while_blocked);
-    EXPECT_FALSE(finished_while_blocked);    // the cancel is applied by the owner's loop only
-    EXPECT_EQ(in_flight_while_blocked, 1u);  // the recv was still in the kernel meanwhile
+    EXPECT_FALSE(finished_while_blocked);   // the cancel is applied by the owner's loop only
+    EXPECT_EQ(in_flight_while_blocked, 1u); // the recv was still in the kernel meanwhile
     EXPECT_EQ(r, -ECANCELED);
-    EXPECT_GE(rt.stats().remote_items, 1u);  // it came as a message
+    EXPECT_GE(rt.stats().remote_items, 1u); // it came as a message
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
@@ -390,10 +391,12 @@ TEST(WithTimeout, OnWhenAll) {
 
 TEST(WithTimeout, ExceptionsPropagate) {
     EXPECT_THROW(run([]() -> Task<void> {
-                     co_await ringo::with_timeout([]() -> Task<int> {
-                         throw std::runtime_error("inner");
-                         co_return 1;
-                     }(), 1s);
+                     co_await ringo::with_timeout(
+                         []() -> Task<int> {
+                             throw std::runtime_error("inner");
+                             co_return 1;
+                         }(),
+                         1s);
                  }),
                  std::runtime_error);
 }
@@ -473,12 +476,15 @@ TEST(WithTimeout, CancellingTheAwaitingTaskOnVoidAndValueTasks) {
             co_return co_await op::recv(fd, &c, 1);
         };
         auto hv = ringo::spawn([](Task<int> t) -> Task<bool> {
-            co_return co_await ringo::with_timeout([](Task<int> tt) -> Task<void> { co_await std::move(tt); }(std::move(t)), 10s);
+            co_return co_await ringo::with_timeout(
+                [](Task<int> tt) -> Task<void> { co_await std::move(tt); }(std::move(t)), 10s);
         }(recv_task(sp.fd[0])));
         auto hs = ringo::spawn([](Task<int> t) -> Task<std::optional<std::string>> {
-            co_return co_await ringo::with_timeout([](Task<int> tt) -> Task<std::string> {
-                co_return "recv:" + std::to_string(co_await std::move(tt));
-            }(std::move(t)), 10s);
+            co_return co_await ringo::with_timeout(
+                [](Task<int> tt) -> Task<std::string> {
+                    co_return "recv:" + std::to_string(co_await std::move(tt));
+                }(std::move(t)),
+                10s);
         }(recv_task(sp.fd[0])));
         co_await ringo::sleep_for(2ms);
         EXPECT_EQ(in_flight(), 2u);
@@ -489,7 +495,7 @@ TEST(WithTimeout, CancellingTheAwaitingTaskOnVoidAndValueTasks) {
         EXPECT_EQ(in_flight(), 0u);
         co_return std::pair{v, s};
     });
-    EXPECT_TRUE(r.first); // void: it ended before the deadline (cancelled, but not by the deadline)
+    EXPECT_TRUE(r.first);              // void: it ended before the deadline (cancelled, but not by the deadline)
     ASSERT_TRUE(r.second.has_value()); // T: the value the task produced after seeing -ECANCELED
     EXPECT_EQ(*r.second, "recv:" + std::to_string(-ECANCELED));
 }
@@ -519,9 +525,9 @@ TEST(WithTimeout, CancellingTheAwaitingTaskWaitsForTheFinalCqe) {
         co_return co_await h;
     }(&fifo, &opened));
     EXPECT_FALSE(fifo.rescued.load());
-    EXPECT_LT(o.seen, 0);            // the open had ended (interrupted) when with_timeout returned
+    EXPECT_LT(o.seen, 0); // the open had ended (interrupted) when with_timeout returned
     EXPECT_NE(o.seen, kUnset);
-    EXPECT_EQ(o.res, o.seen);        // the result passes through (the deadline did not pass)
+    EXPECT_EQ(o.res, o.seen); // the result passes through (the deadline did not pass)
     EXPECT_EQ(o.in_flight, 0u);
 }
 
@@ -547,7 +553,8 @@ TEST(WhenAll, VectorOfOperations) {
     ASSERT_EQ(r.size(), 100u);
     for (int x : r)
         EXPECT_EQ(x, 0);
-    EXPECT_TRUE(run([]() -> Task<std::vector<int>> { co_return co_await ringo::when_all(std::vector<op::Nop>{}); }).empty());
+    EXPECT_TRUE(
+        run([]() -> Task<std::vector<int>> { co_return co_await ringo::when_all(std::vector<op::Nop>{}); }).empty());
 }
 
 TEST(WhenAll, MixedSuccessAndFailure) {
@@ -733,8 +740,9 @@ TEST(WhenAny, CancelledWhileWaitingAwaitsEveryBranchToItsFinalCqe) {
     Out o = rt.block_on([](int fd, int peer, char* b, BlockingOpen* f, int* oo) -> Task<Out> {
         auto h = ringo::spawn([](int ff, char* bb, BlockingOpen* fi, int* ooo) -> Task<Out> {
             Out out;
-            out.res = co_await ringo::when_any([](int x, char* y) -> Task<int> { co_return co_await op::recv(x, y, 4); }(ff, bb),
-                                               BlockingOpen::open_into(fi, ooo));
+            out.res = co_await ringo::when_any(
+                [](int x, char* y) -> Task<int> { co_return co_await op::recv(x, y, 4); }(ff, bb),
+                BlockingOpen::open_into(fi, ooo));
             out.seen = *ooo;
             out.in_flight = in_flight();
             co_return out;
@@ -756,14 +764,19 @@ TEST(WhenAny, CancelledWhileWaitingAwaitsEveryBranchToItsFinalCqe) {
 
 TEST(WhenAny, WinnerExceptionIsRethrown) {
     EXPECT_THROW(run([]() -> Task<void> {
-                     co_await ringo::when_any([]() -> Task<int> { throw std::logic_error("x"); co_return 0; }(),
-                                              []() -> Task<int> { co_return co_await ringo::sleep_for(5s); }());
+                     co_await ringo::when_any(
+                         []() -> Task<int> {
+                             throw std::logic_error("x");
+                             co_return 0;
+                         }(),
+                         []() -> Task<int> { co_return co_await ringo::sleep_for(5s); }());
                  }),
                  std::logic_error);
 }
 
 TEST(WhenAny, EmptyRangeThrows) {
-    EXPECT_THROW(run([]() -> Task<void> { co_await ringo::when_any(std::vector<Task<int>>{}); }), std::invalid_argument);
+    EXPECT_THROW(run([]() -> Task<void> { co_await ringo::when_any(std::vector<Task<int>>{}); }),
+                 std::invalid_argument);
 }
 
 TEST(WhenAny, Range) {
@@ -897,7 +910,8 @@ TEST(Link, HardLinkCancelledWhileWaitingGoesOnAfterTheCancelledMember) {
 
 TEST(Link, LongerThanTheSqIsEinval) {
     Runtime rt{ringo::RuntimeOptions{}.sq_entries(2)};
-    auto r = rt.block_on([]() -> Task<std::tuple<int, int, int>> { co_return co_await ringo::link(op::nop(), op::nop(), op::nop()); }());
+    auto r = rt.block_on(
+        []() -> Task<std::tuple<int, int, int>> { co_return co_await ringo::link(op::nop(), op::nop(), op::nop()); }());
     EXPECT_EQ(r, std::make_tuple(-EINVAL, -EINVAL, -EINVAL));
 }
 
@@ -919,11 +933,17 @@ TEST(Decorators, DrainAndAlwaysAsync) {
 // is no Operation, so nesting one in a link is a compile error. when_all / when_any /
 // with_timeout take any awaitable, so a link can be one of their branches.
 template <class... A>
-concept Linkable = requires(A&&... a) { ringo::link(std::forward<A>(a)...); };
+concept Linkable = requires(A&&... a) {
+    ringo::link(std::forward<A>(a)...);
+};
 template <class... A>
-concept HardLinkable = requires(A&&... a) { ringo::hard_link(std::forward<A>(a)...); };
+concept HardLinkable = requires(A&&... a) {
+    ringo::hard_link(std::forward<A>(a)...);
+};
 template <class A>
-concept Drainable = requires(A&& a) { ringo::drain(std::forward<A>(a)); };
+concept Drainable = requires(A&& a) {
+    ringo::drain(std::forward<A>(a));
+};
 
 using NopChain = decltype(ringo::link(op::nop(), op::nop()));
 using NopGroup = decltype(ringo::when_all(op::nop(), op::nop()));
@@ -943,7 +963,8 @@ TEST(Nested, WhenAllOfALinkAndAnOperation) {
     char buf[4] = {};
     auto r = run([&]() -> Task<std::tuple<std::tuple<int, int>, int>> {
         co_return co_await ringo::when_all(
-            ringo::link(op::write(p[1], "abc", 3, op::current_pos), op::read(p[0], buf, 3, op::current_pos)), op::nop());
+            ringo::link(op::write(p[1], "abc", 3, op::current_pos), op::read(p[0], buf, 3, op::current_pos)),
+            op::nop());
     });
     EXPECT_EQ(std::get<0>(r), std::make_tuple(3, 3));
     EXPECT_EQ(std::get<1>(r), 0);
@@ -956,13 +977,14 @@ TEST(Nested, WhenAnyOfLinksAwaitsTheLosingChain) {
     SocketPair sp;
     char buf[4] = {'-', '-', '-', '-'};
     Runtime rt;
-    auto r = rt.block_on([](int fd, int peer, char* b) -> Task<std::pair<std::pair<std::size_t, std::tuple<int, int>>, std::uint32_t>> {
-        auto res = co_await ringo::when_any(ringo::link(op::recv(fd, b, 4), op::nop()),
-                                            ringo::hard_link(op::timeout(2ms), op::nop()));
-        auto left = in_flight();
-        co_await expect_no_recv_left(fd, peer, b, 4);
-        co_return std::pair{res, left};
-    }(sp.fd[0], sp.fd[1], buf));
+    auto r = rt.block_on(
+        [](int fd, int peer, char* b) -> Task<std::pair<std::pair<std::size_t, std::tuple<int, int>>, std::uint32_t>> {
+            auto res = co_await ringo::when_any(ringo::link(op::recv(fd, b, 4), op::nop()),
+                                                ringo::hard_link(op::timeout(2ms), op::nop()));
+            auto left = in_flight();
+            co_await expect_no_recv_left(fd, peer, b, 4);
+            co_return std::pair{res, left};
+        }(sp.fd[0], sp.fd[1], buf));
     EXPECT_EQ(r.first.first, 1u);
     EXPECT_EQ(r.first.second, std::make_tuple(-ETIME, 0));
     EXPECT_EQ(r.second, 0u); // the losing chain's recv and nop had both delivered their CQEs
@@ -1012,11 +1034,11 @@ TEST(Nested, WithTimeoutOnALink) {
 // levels of composites, each of which must cancel and await what is below it.
 using Pair = std::tuple<int, int>;
 using Nest = std::optional<std::pair<std::size_t, Pair>>;
-Task<std::pair<Nest, std::uint32_t>> nested_three_levels(int fa, int fb, char* a, char* b,
-                                                         std::chrono::nanoseconds t, std::chrono::nanoseconds deadline) {
-    auto res = co_await ringo::with_timeout(
-        ringo::when_any(ringo::when_all(op::recv(fa, a, 4), op::recv(fb, b, 4)), ringo::when_all(op::timeout(t), op::nop())),
-        deadline);
+Task<std::pair<Nest, std::uint32_t>> nested_three_levels(int fa, int fb, char* a, char* b, std::chrono::nanoseconds t,
+                                                         std::chrono::nanoseconds deadline) {
+    auto res = co_await ringo::with_timeout(ringo::when_any(ringo::when_all(op::recv(fa, a, 4), op::recv(fb, b, 4)),
+                                                            ringo::when_all(op::timeout(t), op::nop())),
+                                            deadline);
     co_return std::pair{res, in_flight()};
 }
 
@@ -1070,10 +1092,10 @@ TEST(BadInput, CancellingAFinishedTaskChangesNothing) {
         while (!h.is_finished() || !g.is_finished())
             co_await ringo::yield();
         h.cancel();
-        h.cancel();                                  // twice
-        std::thread([&] { g.cancel(); }).join();     // from another thread: no message for a finished task
+        h.cancel();                              // twice
+        std::thread([&] { g.cancel(); }).join(); // from another thread: no message for a finished task
         int v = co_await h;
-        h.cancel();                                  // an empty handle (joined): no effect
+        h.cancel(); // an empty handle (joined): no effect
         int w = co_await g;
         co_return std::tuple{v, w, co_await op::nop()}; // the runtime goes on
     });
@@ -1120,16 +1142,18 @@ TEST(BadInput, NegativeDurationsEndAtOnce) {
     auto t0 = std::chrono::steady_clock::now();
     auto r = rt.block_on([](int fd) -> Task<std::tuple<int, int, int, bool, bool, int>> {
         char b[4];
-        int s1 = co_await ringo::sleep_for(-1s);                                      // 0 at once
+        int s1 = co_await ringo::sleep_for(-1s);                                     // 0 at once
         int s2 = co_await ringo::sleep_until(std::chrono::steady_clock::now() - 1h); // 0 at once
-        int t1 = co_await ringo::with_timeout(op::recv(fd, b, sizeof b), -5ms);       // -ETIME, never submitted
-        auto t2 = co_await ringo::with_timeout([]() -> Task<std::string> {
-            co_await ringo::sleep_for(10s);
-            co_return "late";
-        }(), std::chrono::nanoseconds::min());                                       // nullopt at once
+        int t1 = co_await ringo::with_timeout(op::recv(fd, b, sizeof b), -5ms);      // -ETIME, never submitted
+        auto t2 = co_await ringo::with_timeout(
+            []() -> Task<std::string> {
+                co_await ringo::sleep_for(10s);
+                co_return "late";
+            }(),
+            std::chrono::nanoseconds::min()); // nullopt at once
         bool t3 = co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(10s); }(),
-                                               std::chrono::hours::min());            // false at once
-        int k = co_await op::timeout(-1ms);                                            // the kernel's: -EINVAL
+                                               std::chrono::hours::min()); // false at once
+        int k = co_await op::timeout(-1ms);                                // the kernel's: -EINVAL
         co_return std::tuple{s1, s2, t1, t2.has_value(), t3, k};
     }(sp.fd[0]));
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
@@ -1517,8 +1541,8 @@ TEST(CancelRaceStress, WhenAnyAndWithTimeoutOnAPipeAgainstAWriterThread) {
         received.append(b, static_cast<std::size_t>(n));
     ::close(p[0]);
     ::close(p[1]);
-    std::printf("when_any: read won %d, nop won %d; with_timeout: data %d, -ETIME %d; bytes %zu\n", read_won,
-                nop_won, with_data, kRounds / 2 - with_data, written.size());
+    std::printf("when_any: read won %d, nop won %d; with_timeout: data %d, -ETIME %d; bytes %zu\n", read_won, nop_won,
+                with_data, kRounds / 2 - with_data, written.size());
     EXPECT_EQ(ended, kRounds);
     EXPECT_EQ(other, 0);
     EXPECT_EQ(read_won + nop_won, kRounds / 2);
@@ -1539,9 +1563,8 @@ TEST(CancelRaceStress, TimeoutExpiringAsItIsCancelled) {
     int expired = 0, cancelled = 0, other = 0;
     rt.block_on([&]() -> Task<void> {
         for (int i = 0; i < kRace; ++i) {
-            auto h = ringo::spawn([](int k) -> Task<int> {
-                co_return co_await op::timeout(std::chrono::nanoseconds(k % 5 * 2500));
-            }(i));
+            auto h = ringo::spawn(
+                [](int k) -> Task<int> { co_return co_await op::timeout(std::chrono::nanoseconds(k % 5 * 2500)); }(i));
             if (i % 3 != 0)
                 co_await ringo::yield();
             if (i % 3 == 2)

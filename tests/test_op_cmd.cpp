@@ -36,8 +36,8 @@ namespace {
 bool has_socket_cmds(const Runtime& rt) {
     return rt.supports(compat::opcode::uring_cmd) && rt.supports(compat::opcode::read_multishot);
 }
-#define SKIP_WITHOUT_SOCKET_CMDS(rt)                                                                   \
-    if (!has_socket_cmds(rt))                                                                          \
+#define SKIP_WITHOUT_SOCKET_CMDS(rt)                                                                                   \
+    if (!has_socket_cmds(rt))                                                                                          \
     GTEST_SKIP() << "kernel lacks uring_cmd socket commands (6.7)"
 
 int ioctl_int(int fd, unsigned long req) {
@@ -247,7 +247,8 @@ TEST(UringCmd, GenericFormIssuesSocketCommands) {
         EXPECT_EQ(co_await op::uring_cmd(tcp.server, compat::socket_cmd::setsockopt,
                                          [&](io_uring_sqe* s) {
                                              compat::sqe_field::sock_level_optname(s, SOL_SOCKET, SO_KEEPALIVE);
-                                             compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(&on), sizeof on);
+                                             compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(&on),
+                                                                            sizeof on);
                                          }),
                   0);
         EXPECT_EQ(getsockopt_int(tcp.server, SOL_SOCKET, SO_KEEPALIVE), 1);
@@ -442,10 +443,10 @@ std::string discard_unsupported(Runtime& rt, const LoopDevice& loop) {
     return {};
 }
 
-#define SKIP_WITHOUT_DISCARD(rt, loop)                                                                 \
-    if (!(loop).ok())                                                                                  \
-        GTEST_SKIP() << "no loop device: " << (loop).why();                                           \
-    if (std::string why = discard_unsupported(rt, loop); !why.empty())                                 \
+#define SKIP_WITHOUT_DISCARD(rt, loop)                                                                                 \
+    if (!(loop).ok())                                                                                                  \
+        GTEST_SKIP() << "no loop device: " << (loop).why();                                                            \
+    if (std::string why = discard_unsupported(rt, loop); !why.empty())                                                 \
     GTEST_SKIP() << why
 
 TEST(CmdDiscard, DiscardsAnAlignedRangeOfALoopDevice) {
@@ -453,9 +454,7 @@ TEST(CmdDiscard, DiscardsAnAlignedRangeOfALoopDevice) {
     LoopDevice loop;
     SKIP_WITHOUT_DISCARD(rt, loop);
     ASSERT_TRUE(all_bytes(loop.fd(), 0, loop_size, 0xab));
-    rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(co_await op::cmd_discard(loop.fd(), 8192, 16384), 0);
-    }());
+    rt.block_on([&]() -> Task<void> { EXPECT_EQ(co_await op::cmd_discard(loop.fd(), 8192, 16384), 0); }());
     // Read back through the device (its page cache was invalidated) and in the backing file.
     EXPECT_TRUE(all_bytes(loop.fd(), 8192, 16384, 0));
     EXPECT_TRUE(all_bytes(loop.backing(), 8192, 16384, 0));

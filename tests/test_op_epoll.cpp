@@ -31,7 +31,8 @@ TEST(EpollOp, CtlAndWait) {
         EXPECT_EQ(co_await op::epoll_ctl(ep, EPOLL_CTL_ADD, b.r, &ev), -EEXIST);
         // Nothing ready: epoll_wait waits until something is.
         epoll_event out[4] = {};
-        auto w = ringo::spawn([](int epfd, epoll_event* o) -> Task<int> { co_return co_await op::epoll_wait(epfd, o, 4); }(ep, out));
+        auto w = ringo::spawn(
+            [](int epfd, epoll_event* o) -> Task<int> { co_return co_await op::epoll_wait(epfd, o, 4); }(ep, out));
         co_await op::nop();
         EXPECT_FALSE(w.is_finished());
         EXPECT_EQ(co_await op::write(b.w, "b", 1, op::current_pos), 1);
@@ -87,9 +88,9 @@ TEST(EpollOp, BadInput) {
         EXPECT_EQ(co_await op::epoll_ctl(closed_fd(), EPOLL_CTL_ADD, p.r, &e), -EBADF);
         EXPECT_EQ(co_await op::epoll_ctl(p.r, EPOLL_CTL_ADD, p.w, &e), -EINVAL); // not an epoll fd
         EXPECT_EQ(co_await op::epoll_ctl(ep, EPOLL_CTL_ADD, p.w, static_cast<epoll_event*>(bad_address())), -EFAULT);
-        EXPECT_EQ(co_await op::epoll_wait(p.r, out, 2), -EINVAL);       // not an epoll fd
+        EXPECT_EQ(co_await op::epoll_wait(p.r, out, 2), -EINVAL); // not an epoll fd
         EXPECT_EQ(co_await op::epoll_wait(closed_fd(), out, 2), -EBADF);
-        EXPECT_EQ(co_await op::epoll_wait(ep, out, 0), -EINVAL);        // maxevents 0
+        EXPECT_EQ(co_await op::epoll_wait(ep, out, 0), -EINVAL); // maxevents 0
         EXPECT_EQ(co_await op::epoll_wait(ep, static_cast<epoll_event*>(bad_address()), 2), -EFAULT);
     }());
 }

@@ -37,9 +37,7 @@ struct AlignedBuf {
 struct FileOp : ::testing::Test {
     TempDir dir;
     std::string path(const char* name) const { return dir.file(name); }
-    Fd open_rw(const char* name) const {
-        return Fd(::open(path(name).c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644));
-    }
+    Fd open_rw(const char* name) const { return Fd(::open(path(name).c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)); }
 };
 
 // --- registered buffers ------------------------------------------------------------------
@@ -75,8 +73,8 @@ TEST_F(FileOp, ReadFixedErrors) {
     iovec iov = b0.iov();
     ASSERT_EQ(bufs.register_buffers({&iov, 1}), 0);
     rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(co_await op::read_fixed(fd, b0.p, 6, 0, 3), -EFAULT);        // unregistered index
-        EXPECT_EQ(co_await op::read_fixed(fd, other.p, 6, 0, 0), -EFAULT);     // outside buffer 0
+        EXPECT_EQ(co_await op::read_fixed(fd, b0.p, 6, 0, 3), -EFAULT);         // unregistered index
+        EXPECT_EQ(co_await op::read_fixed(fd, other.p, 6, 0, 0), -EFAULT);      // outside buffer 0
         EXPECT_EQ(co_await op::read_fixed(fd, b0.p + 4090, 64, 0, 0), -EFAULT); // runs past its end
         EXPECT_EQ(co_await op::write_fixed(closed_fd(), b0.p, 6, 0, 0), -EBADF);
         EXPECT_EQ(co_await op::read_fixed(fd, b0.p, 6, 0, 0), 6);
@@ -257,7 +255,8 @@ TEST_F(FileOp, WrongFixedIndexAndClosedFdForEveryFileOp) {
             EXPECT_EQ(co_await op::readv(Fixed{i}, &iov, 1, 0), -EBADF);
             EXPECT_EQ(co_await op::writev(Fixed{i}, &iov, 1, 0), -EBADF);
             EXPECT_EQ(co_await op::read(Fixed{i}, g, 16, 0), -EBADF);
-            EXPECT_EQ(co_await op::ftruncate(Fixed{i}, 0), rt.supports(ringo::uring::compat::opcode::ftruncate) ? -EBADF : -EOPNOTSUPP);
+            EXPECT_EQ(co_await op::ftruncate(Fixed{i}, 0),
+                      rt.supports(ringo::uring::compat::opcode::ftruncate) ? -EBADF : -EOPNOTSUPP);
             EXPECT_EQ(co_await op::tee(Fixed{i}, b.w, 8), -EBADF);
             EXPECT_EQ(co_await op::tee(Fixed{1}, Fixed{i}, 8), -EBADF);
             EXPECT_EQ(co_await op::splice(Fixed{1}, op::no_offset, Fixed{i}, 0, 8), -EBADF);
@@ -327,8 +326,8 @@ TEST_F(FileOp, SyncFileRange) {
     Fd fd = open_rw("sfr");
     ASSERT_EQ(::write(fd, "0123456789", 10), 10);
     run([&]() -> Task<void> {
-        EXPECT_EQ(co_await op::sync_file_range(fd, 0, 10, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-                                                               SYNC_FILE_RANGE_WAIT_AFTER),
+        EXPECT_EQ(co_await op::sync_file_range(
+                      fd, 0, 10, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER),
                   0);
         EXPECT_EQ(co_await op::sync_file_range(fd, 0, 10, 0x80), -EINVAL); // unknown flag
         EXPECT_EQ(co_await op::sync_file_range(closed_fd(), 0, 10, SYNC_FILE_RANGE_WRITE), -EBADF);

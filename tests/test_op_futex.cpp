@@ -108,7 +108,8 @@ TEST(FutexOp, WaitAndWakeBetweenTasks) {
         EXPECT_EQ(co_await w, 0);
         EXPECT_EQ(co_await op::futex_wake(&word, 10), 0); // nobody left
         // Masks: a wake whose mask misses the waiter's does not wake it.
-        auto m = ringo::spawn([](std::uint32_t* wd) -> Task<int> { co_return co_await op::futex_wait(wd, 0, 0x1); }(&word));
+        auto m =
+            ringo::spawn([](std::uint32_t* wd) -> Task<int> { co_return co_await op::futex_wait(wd, 0, 0x1); }(&word));
         co_await op::nop();
         EXPECT_EQ(co_await op::futex_wake(&word, 1, 0x2), 0);
         EXPECT_EQ(co_await op::futex_wake(&word, 1, 0x1), 1);
@@ -128,7 +129,7 @@ TEST(FutexOp, ValueMismatchAndBadInput) {
         // A private wake never touches the word (nobody can wait on it); a shared one must.
         EXPECT_EQ(co_await op::futex_wake(bad, 1), 0);
         EXPECT_EQ(co_await op::futex_wake(bad, 1, compat::futex2::bitset_match_any, op::futex_shared_u32), -EFAULT);
-        EXPECT_EQ(co_await op::futex_wait(&word, 3, 0), -EINVAL);                       // empty mask
+        EXPECT_EQ(co_await op::futex_wait(&word, 3, 0), -EINVAL);                                      // empty mask
         EXPECT_EQ(co_await op::futex_wait(&word, 3, compat::futex2::bitset_match_any, 0x40), -EINVAL); // unknown flag
         auto* misaligned = reinterpret_cast<const std::uint32_t*>(reinterpret_cast<const char*>(&word) + 1);
         EXPECT_EQ(co_await op::futex_wait(misaligned, 0), -EINVAL);

@@ -184,8 +184,8 @@ TEST(MsgRing, Errors) {
         EXPECT_EQ(co_await op::msg_ring(closed_fd(), 1, 0), -EBADF);
         EXPECT_EQ(co_await op::msg_ring(p.w, 1, 0), -EBADFD); // not a ring
         EXPECT_EQ(co_await op::msg_ring(Fixed{3}, 1, 0), -EBADF);
-        EXPECT_EQ(co_await op::msg_ring_fd(rt.ring_fd(), 0, op::alloc_slot), -EINVAL); // to itself
-        EXPECT_EQ(co_await op::msg_ring_fd(other.ring_fd(), 1, op::alloc_slot), -EBADF); // empty source slot
+        EXPECT_EQ(co_await op::msg_ring_fd(rt.ring_fd(), 0, op::alloc_slot), -EINVAL);    // to itself
+        EXPECT_EQ(co_await op::msg_ring_fd(other.ring_fd(), 1, op::alloc_slot), -EBADF);  // empty source slot
         EXPECT_EQ(co_await op::msg_ring_fd(other.ring_fd(), 0, op::alloc_slot), -ENFILE); // target has no table
         EXPECT_EQ(co_await op::msg_ring_fd(other.ring_fd(), 0, 3), -ENXIO); // a chosen slot, no target table
         EXPECT_EQ(co_await op::msg_ring_fd(other.ring_fd(), 7, op::alloc_slot), -EBADF); // source slot past the end

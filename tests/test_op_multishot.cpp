@@ -144,7 +144,9 @@ TEST(Multishot, AcceptOneCqePerConnectionThenCancel) {
     std::vector<Fd> clients;
     std::vector<Fd> accepted;
     rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(log.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, l.fd, nullptr, nullptr, SOCK_CLOEXEC); }), 0);
+        EXPECT_EQ(
+            log.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, l.fd, nullptr, nullptr, SOCK_CLOEXEC); }),
+            0);
         co_await op::nop(); // submitted and armed
         EXPECT_EQ(log.size(), 0u);
         for (int i = 0; i < 3; ++i) {
@@ -182,7 +184,8 @@ TEST(Multishot, AcceptDirectIntoFreeSlots) {
     CqeLog log(rt);
     std::vector<Fd> clients;
     rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(log.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, l.fd, nullptr, nullptr, 0, true); }), 0);
+        EXPECT_EQ(log.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, l.fd, nullptr, nullptr, 0, true); }),
+                  0);
         for (int i = 0; i < 2; ++i) {
             clients.push_back(connect_to(l.addr));
             co_await log.wait_for(static_cast<std::size_t>(i) + 1);
@@ -223,7 +226,10 @@ TEST(Multishot, AcceptAndReadOnFixedFiles) {
     rt.block_on([&]() -> Task<void> {
         const op::BufferGroup g{19};
         EXPECT_EQ(co_await op::provide_buffers(pool, 32, 2, g, 0), 0);
-        EXPECT_EQ(acc.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, Fixed{0}, nullptr, nullptr, SOCK_CLOEXEC); }), 0);
+        EXPECT_EQ(acc.start([&](io_uring_sqe* s) {
+            raw::prep_accept_multishot(s, Fixed{0}, nullptr, nullptr, SOCK_CLOEXEC);
+        }),
+                  0);
         EXPECT_EQ(rd.start([&](io_uring_sqe* s) { raw::prep_read_multishot(s, Fixed{1}, g); }), 0);
         client = connect_to(l.addr);
         EXPECT_EQ(::write(p.w, "fixed pipe", 10), 10);
@@ -255,7 +261,8 @@ TEST(Multishot, AcceptDirectEndsWhenTheTableIsFull) {
     CqeLog log(rt);
     std::vector<Fd> clients;
     rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(log.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, l.fd, nullptr, nullptr, 0, true); }), 0);
+        EXPECT_EQ(log.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, l.fd, nullptr, nullptr, 0, true); }),
+                  0);
         clients.push_back(connect_to(l.addr));
         co_await log.wait_for(1);
         clients.push_back(connect_to(l.addr));
@@ -275,9 +282,12 @@ TEST(Multishot, AcceptErrorsEndAtOnce) {
     Fd not_listening(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     CqeLog closed(rt), idle(rt), fixed(rt);
     rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(closed.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, closed_fd(), nullptr, nullptr, 0); }), 0);
-        EXPECT_EQ(idle.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, not_listening, nullptr, nullptr, 0); }), 0);
-        EXPECT_EQ(fixed.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, Fixed{0}, nullptr, nullptr, 0); }), 0);
+        EXPECT_EQ(
+            closed.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, closed_fd(), nullptr, nullptr, 0); }), 0);
+        EXPECT_EQ(
+            idle.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, not_listening, nullptr, nullptr, 0); }), 0);
+        EXPECT_EQ(fixed.start([&](io_uring_sqe* s) { raw::prep_accept_multishot(s, Fixed{0}, nullptr, nullptr, 0); }),
+                  0);
         co_await closed.wait_for(1);
         co_await idle.wait_for(1);
         co_await fixed.wait_for(1);
@@ -374,12 +384,14 @@ TEST(Multishot, RecvErrors) {
     UdpSocket udp;
     CqeLog closed(rt), no_group(rt);
     rt.block_on([&]() -> Task<void> {
-        EXPECT_EQ(closed.start([&](io_uring_sqe* s) { raw::prep_recv_multishot(s, closed_fd(), op::BufferGroup{13}); }), 0);
+        EXPECT_EQ(closed.start([&](io_uring_sqe* s) { raw::prep_recv_multishot(s, closed_fd(), op::BufferGroup{13}); }),
+                  0);
         co_await closed.wait_for(1);
         EXPECT_TRUE(closed.finished());
         EXPECT_EQ(closed.back().res, -EBADF);
         // Data arrives but the group has no buffer.
-        EXPECT_EQ(no_group.start([&](io_uring_sqe* s) { raw::prep_recv_multishot(s, udp.fd, op::BufferGroup{14}); }), 0);
+        EXPECT_EQ(no_group.start([&](io_uring_sqe* s) { raw::prep_recv_multishot(s, udp.fd, op::BufferGroup{14}); }),
+                  0);
         co_await op::nop();
         EXPECT_EQ(::sendto(udp.fd, "x", 1, 0, udp.sa(), sizeof udp.addr), 1);
         co_await no_group.wait_for(1);
@@ -583,7 +595,8 @@ TEST(Multishot, TimeoutErrors) {
     rt.block_on([&]() -> Task<void> {
         EXPECT_EQ(negative.start([&](io_uring_sqe* s) { raw::prep_timeout_multishot(s, &neg, 2); }), 0);
         // An absolute multishot timeout makes no sense: the kernel refuses it.
-        EXPECT_EQ(absolute.start([&](io_uring_sqe* s) { raw::prep_timeout_multishot(s, &ts, 2, compat::timeout_abs); }), 0);
+        EXPECT_EQ(absolute.start([&](io_uring_sqe* s) { raw::prep_timeout_multishot(s, &ts, 2, compat::timeout_abs); }),
+                  0);
         co_await negative.wait_for(1);
         co_await absolute.wait_for(1);
         EXPECT_TRUE(negative.finished());

@@ -185,8 +185,9 @@ TEST_F(PathOp, ClosedDirfdAndBadPointers) {
         const char* nowhere = static_cast<const char*>(bad_address());
         struct statx st {};
         EXPECT_EQ(co_await op::statx(bad, "f", 0, STATX_SIZE, &st), -EBADF);
-        EXPECT_EQ(co_await op::statx(AT_FDCWD, p("f").c_str(), 0, STATX_SIZE, static_cast<struct statx*>(bad_address())),
-                  -EFAULT);
+        EXPECT_EQ(
+            co_await op::statx(AT_FDCWD, p("f").c_str(), 0, STATX_SIZE, static_cast<struct statx*>(bad_address())),
+            -EFAULT);
         EXPECT_EQ(co_await op::mkdirat(bad, "d", 0755), -EBADF);
         EXPECT_EQ(co_await op::mkdirat(AT_FDCWD, nowhere, 0755), -EFAULT);
         EXPECT_EQ(co_await op::renameat(bad, "f", AT_FDCWD, p("g").c_str()), -EBADF);
@@ -226,8 +227,10 @@ TEST_F(PathOp, SetxattrGetxattr) {
         EXPECT_EQ(co_await op::setxattr(p("x").c_str(), "user.other", "v2", 2, XATTR_REPLACE), -ENODATA);
         EXPECT_EQ(co_await op::getxattr(p("missing").c_str(), "user.ringo", buf, sizeof buf), -ENOENT);
         EXPECT_EQ(co_await op::getxattr(p("x").c_str(), "user.ringo", bad_address(), sizeof buf), -EFAULT);
-        EXPECT_EQ(co_await op::getxattr(static_cast<const char*>(bad_address()), "user.ringo", buf, sizeof buf), -EFAULT);
-        EXPECT_EQ(co_await op::getxattr(p("x").c_str(), static_cast<const char*>(bad_address()), buf, sizeof buf), -EFAULT);
+        EXPECT_EQ(co_await op::getxattr(static_cast<const char*>(bad_address()), "user.ringo", buf, sizeof buf),
+                  -EFAULT);
+        EXPECT_EQ(co_await op::getxattr(p("x").c_str(), static_cast<const char*>(bad_address()), buf, sizeof buf),
+                  -EFAULT);
         EXPECT_EQ(co_await op::setxattr(static_cast<const char*>(bad_address()), "user.ringo", "v", 1), -EFAULT);
         EXPECT_EQ(co_await op::setxattr(p("x").c_str(), "user.ringo", bad_address(), 4), -EFAULT);
     });

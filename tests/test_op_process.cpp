@@ -116,8 +116,9 @@ TEST(WaitidOp, Errors) {
     child.release();
     rt.block_on([&]() -> Task<void> {
         // The child is reaped, but its siginfo cannot be stored.
-        EXPECT_EQ(co_await op::waitid(P_PID, static_cast<id_t>(child.pid), static_cast<siginfo_t*>(bad_address()), WEXITED),
-                  -EFAULT);
+        EXPECT_EQ(
+            co_await op::waitid(P_PID, static_cast<id_t>(child.pid), static_cast<siginfo_t*>(bad_address()), WEXITED),
+            -EFAULT);
     }());
     child.pid = -1;
 }

@@ -216,8 +216,9 @@ TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
         EXPECT_EQ(co_await op::sendmsg_zc(Fixed{1}, &m, t), -EBADF);
         EXPECT_EQ(co_await op::sendto_zc(closed_fd(), msg, 8, 0, rx.sa(), sizeof rx.addr, t), -EBADF);
         EXPECT_EQ(co_await op::sendmsg_zc(closed_fd(), &m, t), -EBADF);
-        EXPECT_EQ(co_await op::sendto_zc(Fixed{0}, msg, 8, 0, static_cast<const sockaddr*>(bad_address()), sizeof rx.addr, t),
-                  -EFAULT);
+        EXPECT_EQ(
+            co_await op::sendto_zc(Fixed{0}, msg, 8, 0, static_cast<const sockaddr*>(bad_address()), sizeof rx.addr, t),
+            -EFAULT);
         EXPECT_TRUE(co_await released_within(t, 2000ms));
     }());
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
@@ -295,9 +296,8 @@ TEST(SendZc, RuntimeDestructorWaitsForTheNotification) {
     op::ZcTracker t(&Counter::on_release, &c);
     {
         Runtime rt;
-        rt.block_on([&]() -> Task<void> {
-            EXPECT_EQ(co_await op::send_zc(tcp.client, data.data(), data.size(), t), 2048);
-        }());
+        rt.block_on(
+            [&]() -> Task<void> { EXPECT_EQ(co_await op::send_zc(tcp.client, data.data(), data.size(), t), 2048); }());
     } // the notification (if still pending) is reaped here
     EXPECT_EQ(c.calls, 1);
     EXPECT_FALSE(t.busy());

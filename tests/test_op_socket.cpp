@@ -120,7 +120,7 @@ TEST(SocketOp, SocketDirectBindListenAcceptDirect) {
         // Errors: a slot past the table, accept on a slot that holds no socket.
         EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, 100), -EINVAL);
         EXPECT_EQ(co_await op::accept_direct(Fixed{3}, nullptr, nullptr, 0, op::alloc_slot), -EBADF); // empty
-        EXPECT_EQ(co_await op::accept_direct(conn, nullptr, nullptr, 0, op::alloc_slot), -EINVAL);  // not listening
+        EXPECT_EQ(co_await op::accept_direct(conn, nullptr, nullptr, 0, op::alloc_slot), -EINVAL);    // not listening
         EXPECT_EQ(co_await op::close(Fixed{5}), 0);
     }());
 }

@@ -254,7 +254,7 @@ TEST(Options, RingTooLargeForAddressSpaceLimitGivesSetupErrorFromTheKernel) {
     if (pid == 0) {
         ::close(fds[0]);
         struct Report {
-            int code;     // errno of the system_error; -1: no exception; -2: another exception
+            int code; // errno of the system_error; -1: no exception; -2: another exception
             char what[600];
         } rep{};
         std::size_t in_use = address_space_in_use();
@@ -316,7 +316,8 @@ TEST(Probe, UnsupportedOpcodeCompletesWithEopnotsupp) {
     static_assert(ringo::uring::compat::opcode::socket > ringo::uring::Probe::always_present_last);
     rt.probe().set_supported(ringo::uring::compat::opcode::socket, false);
     auto before = rt.stats().sqes_submitted;
-    int r = rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::socket(AF_INET, SOCK_STREAM, 0, 0); }());
+    int r =
+        rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::socket(AF_INET, SOCK_STREAM, 0, 0); }());
     EXPECT_EQ(r, -EOPNOTSUPP);
     EXPECT_EQ(rt.stats().sqes_submitted, before); // nothing was submitted
     // Other operations are unaffected.

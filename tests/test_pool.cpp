@@ -139,7 +139,7 @@ TEST(RuntimePool, SwitchToFromNestedTaskMovesTheWholeTask) {
             co_return Runtime::current();
         };
         Runtime* in = co_await inner(r1);
-        co_return in == r1 && Runtime::current() == r1; // the caller continues on r1 too
+        co_return in == r1&& Runtime::current() == r1; // the caller continues on r1 too
     }(r1));
     EXPECT_TRUE(h.join());
 }
@@ -155,7 +155,7 @@ TEST(RuntimePool, JoinerOnTheOldRuntimeIsResumedOnItsOwnThread) {
             co_return Runtime::current();
         }(r1));
         Runtime* finished_on = co_await child;
-        co_return finished_on == r1 && Runtime::current() == r0;
+        co_return finished_on == r1&& Runtime::current() == r0;
     }(r0, r1));
     EXPECT_TRUE(h.join());
 }
@@ -178,12 +178,12 @@ TEST(RuntimePool, SwitchToMisuseThrows) {
     auto h = pool.spawn_on(0, [](Runtime* r1) -> Task<bool> {
         bool t = false;
         try {
-            co_await ringo::with_timeout(
-                [](Runtime* r) -> Task<void> { co_await ringo::switch_to(*r); }(r1), std::chrono::seconds(5));
+            co_await ringo::with_timeout([](Runtime* r) -> Task<void> { co_await ringo::switch_to(*r); }(r1),
+                                         std::chrono::seconds(5));
         } catch (const std::logic_error&) {
             t = true;
         }
-        co_return t && Runtime::current() != r1;
+        co_return t&& Runtime::current() != r1;
     }(r1));
     EXPECT_TRUE(h.join());
 }
@@ -340,14 +340,16 @@ TEST(RuntimePool, GracefulShutdownWaitsForEveryTask) {
         RuntimePool pool(2);
         for (int i = 0; i < 20; ++i)
             pool.spawn([](std::atomic<int>& d, int i) -> Task<void> {
-                co_await ringo::sleep_for(std::chrono::milliseconds(10 + i));
-                // A child spawned late on this runtime is waited for too.
-                ringo::spawn([](std::atomic<int>& d) -> Task<void> {
-                    co_await ringo::sleep_for(std::chrono::milliseconds(5));
+                    co_await ringo::sleep_for(std::chrono::milliseconds(10 + i));
+                    // A child spawned late on this runtime is waited for too.
+                    ringo::spawn([](std::atomic<int>& d) -> Task<void> {
+                        co_await ringo::sleep_for(std::chrono::milliseconds(5));
+                        d.fetch_add(1);
+                    }(d))
+                        .detach();
                     d.fetch_add(1);
-                }(d)).detach();
-                d.fetch_add(1);
-            }(done, i)).detach();
+                }(done, i))
+                .detach();
         pool.shutdown();
         EXPECT_EQ(done.load(), 40);
         EXPECT_EQ(pool.live_tasks(), 0);
@@ -375,17 +377,19 @@ TEST(RuntimePool, ShutdownNowCancelsTasksWaitingOnIo) {
         for (int i = 0; i < 8; ++i) {
             int fd = (i % 2 ? a : b).fd[0];
             pool.spawn([](int fd, std::atomic<int>& c) -> Task<void> {
-                char buf[16];
-                if (co_await ringo::op::recv(fd, buf, sizeof buf) == -ECANCELED)
-                    c.fetch_add(1);
-            }(fd, cancelled)).detach();
+                    char buf[16];
+                    if (co_await ringo::op::recv(fd, buf, sizeof buf) == -ECANCELED)
+                        c.fetch_add(1);
+                }(fd, cancelled))
+                .detach();
             pool.spawn([](std::atomic<int>& c, int i) -> Task<void> {
-                // A user-space timer, or a kernel timeout, of an hour.
-                int r = i % 4 < 2 ? co_await ringo::sleep_for(std::chrono::hours(1))
-                                  : co_await ringo::op::timeout(std::chrono::hours(1));
-                if (r == -ECANCELED)
-                    c.fetch_add(1);
-            }(cancelled, i)).detach();
+                    // A user-space timer, or a kernel timeout, of an hour.
+                    int r = i % 4 < 2 ? co_await ringo::sleep_for(std::chrono::hours(1))
+                                      : co_await ringo::op::timeout(std::chrono::hours(1));
+                    if (r == -ECANCELED)
+                        c.fetch_add(1);
+                }(cancelled, i))
+                .detach();
         }
         // One held by a JoinHandle: joined after the pool is gone, it gives its value.
         joined = pool.spawn([](int fd) -> Task<int> {
@@ -394,12 +398,13 @@ TEST(RuntimePool, ShutdownNowCancelsTasksWaitingOnIo) {
         }(a.fd[0]));
         // And one moving between runtimes while the pool shuts down.
         pool.spawn([](Runtime* x, Runtime* y) -> Task<void> {
-            for (long i = 0;; ++i) {
-                co_await ringo::switch_to(i % 2 ? *x : *y);
-                if (co_await ringo::sleep_for(std::chrono::microseconds(50)) == -ECANCELED)
-                    co_return;
-            }
-        }(&pool.runtime(0), &pool.runtime(1))).detach();
+                for (long i = 0;; ++i) {
+                    co_await ringo::switch_to(i % 2 ? *x : *y);
+                    if (co_await ringo::sleep_for(std::chrono::microseconds(50)) == -ECANCELED)
+                        co_return;
+                }
+            }(&pool.runtime(0), &pool.runtime(1)))
+            .detach();
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         EXPECT_EQ(pool.live_tasks(), 18);
         pool.shutdown_now();
@@ -457,9 +462,8 @@ TEST(RuntimePool, ShutdownHooksRunFirst) {
 
 TEST(RuntimePool, PinnedThreadsAndPerRuntimeOptions) {
     std::vector<unsigned> asked;
-    RuntimePool pool(2, ringo::PoolOptions{}.pin_threads().runtime_for([](std::size_t i) {
-        return ringo::RuntimeOptions{}.sq_entries(i == 0 ? 64 : 128);
-    }));
+    RuntimePool pool(2, ringo::PoolOptions{}.pin_threads().runtime_for(
+                            [](std::size_t i) { return ringo::RuntimeOptions{}.sq_entries(i == 0 ? 64 : 128); }));
     auto cpu_of = []() -> Task<int> { co_return ::sched_getcpu(); };
     int c0 = pool.spawn_on(0, cpu_of()).join();
     int c1 = pool.spawn_on(1, cpu_of()).join();

@@ -99,9 +99,10 @@ TEST(Runtime, CompletionBurstLargerThanCqIsNotLost) {
     Runtime rt{RuntimeOptions{}.sq_entries(4).cq_entries(8)};
     timespec now{};
     ASSERT_EQ(::clock_gettime(CLOCK_MONOTONIC, &now), 0);
-    std::uint64_t at = static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec) +
-                       20'000'000u;
-    __kernel_timespec deadline{static_cast<long long>(at / 1'000'000'000u), static_cast<long long>(at % 1'000'000'000u)};
+    std::uint64_t at =
+        static_cast<std::uint64_t>(now.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(now.tv_nsec) + 20'000'000u;
+    __kernel_timespec deadline{static_cast<long long>(at / 1'000'000'000u),
+                               static_cast<long long>(at % 1'000'000'000u)};
     int fired = rt.block_on([](__kernel_timespec d) -> Task<int> {
         std::vector<ringo::JoinHandle<int>> hs;
         for (int i = 0; i < 200; ++i)
@@ -143,7 +144,8 @@ TEST(Runtime, CqOverflowIsBackPressureAndLosesNoCompletion) {
     auto after = rt.stats();
     EXPECT_EQ(joined, n);
     EXPECT_EQ(std::count(results.begin(), results.end(), 0), n); // every NOP completed with 0
-    EXPECT_GT(after.backpressure_events, before.backpressure_events) << "no back-pressure counted: did the CQ overflow?";
+    EXPECT_GT(after.backpressure_events, before.backpressure_events)
+        << "no back-pressure counted: did the CQ overflow?";
     EXPECT_EQ(after.sqes_submitted - before.sqes_submitted, static_cast<std::uint64_t>(n));
     EXPECT_EQ(after.cqes - before.cqes, static_cast<std::uint64_t>(n)); // none lost, none twice
     EXPECT_EQ(after.ops_in_flight, 0u);
@@ -215,7 +217,8 @@ TEST(Runtime, DestroyWithPendingOperationsCancelsThemSafely) {
                 std::vector<char> buf(4096);
                 co_await ringo::op::recv(f, buf.data(), buf.size());
                 ADD_FAILURE() << "recv must not complete";
-            }(fd)).detach();
+            }(fd))
+                .detach();
             co_await ringo::yield();
         }(sv[0]));
         EXPECT_EQ(rt.stats().ops_in_flight, 1u);
@@ -254,8 +257,8 @@ TEST(Runtime, LoopNowIsReadOncePerTurnOfTheLoop) {
     rt.block_on([](Seen& out) -> Task<void> {
         Runtime& r = *Runtime::current();
         out.a = r.loop_now_ns();
-        ::usleep(1000);               // the real clock moves on ...
-        out.b = r.loop_now_ns();      // ... the loop's reading of this turn does not
+        ::usleep(1000);          // the real clock moves on ...
+        out.b = r.loop_now_ns(); // ... the loop's reading of this turn does not
         out.real = ringo::detail::now_ns();
         co_await ringo::sleep_for(std::chrono::milliseconds(2));
         out.after_sleep = r.loop_now_ns(); // a later turn: read again

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -33,12 +33,12 @@ T run(Task<T> t) {
 }
 
 // ASSERT_* for coroutines returning Task<void>.
-#define CO_ASSERT_TRUE(c)                                                                          \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            ADD_FAILURE() << "expected: " #c;                                                      \
-            co_return;                                                                             \
-        }                                                                                          \
+#define CO_ASSERT_TRUE(c)                                                                                              \
+    do {                                                                                                               \
+        if (!(c)) {                                                                                                    \
+            ADD_FAILURE() << "expected: " #c;                                                                          \
+            co_return;                                                                                                 \
+        }                                                                                                              \
     } while (0)
 
 // ---------------------------------------------------------------- one runtime
@@ -117,9 +117,8 @@ TEST(Channel, RendezvousHandsOverOnlyWhenBothMeet) {
         co_await sender;
         EXPECT_EQ(stage, 2);
         // A waiting receiver takes a try_send.
-        auto recv = ringo::spawn([](Channel<std::string>& c) -> Task<std::optional<std::string>> {
-            co_return co_await c.recv();
-        }(ch));
+        auto recv = ringo::spawn(
+            [](Channel<std::string>& c) -> Task<std::optional<std::string>> { co_return co_await c.recv(); }(ch));
         co_await ringo::yield();
         std::string s = "direct";
         EXPECT_EQ(ch.try_send(std::move(s)), 0);
@@ -177,7 +176,8 @@ TEST(Channel, CloseWakesEveryWaiterAndKeepsBufferedValues) {
         Channel<int> empty(2);
         std::vector<ringo::JoinHandle<std::optional<int>>> rs;
         for (int i = 0; i < 3; ++i)
-            rs.push_back(ringo::spawn([](Channel<int>& c) -> Task<std::optional<int>> { co_return co_await c.recv(); }(empty)));
+            rs.push_back(
+                ringo::spawn([](Channel<int>& c) -> Task<std::optional<int>> { co_return co_await c.recv(); }(empty)));
         co_await ringo::yield();
         EXPECT_TRUE(empty.close());
         EXPECT_FALSE(empty.close()); // second close: nothing to do
@@ -188,7 +188,8 @@ TEST(Channel, CloseWakesEveryWaiterAndKeepsBufferedValues) {
         EXPECT_EQ(co_await full.send(1), 0);
         std::vector<ringo::JoinHandle<int>> ss;
         for (int i = 0; i < 3; ++i)
-            ss.push_back(ringo::spawn([](Channel<int>& c, int v) -> Task<int> { co_return co_await c.send(v); }(full, 10 + i)));
+            ss.push_back(
+                ringo::spawn([](Channel<int>& c, int v) -> Task<int> { co_return co_await c.send(v); }(full, 10 + i)));
         co_await ringo::yield();
         full.close();
         for (auto& h : ss)
@@ -285,7 +286,7 @@ TEST(Channel, WithTimeoutKeepsAValueHandedOverAtTheDeadline) {
         auto r = ringo::spawn([](Channel<int>& c) -> Task<std::optional<std::optional<int>>> {
             co_return co_await ringo::with_timeout(c.recv(), 5ms);
         }(ch));
-        co_await ringo::yield(); // r waits in recv
+        co_await ringo::yield();           // r waits in recv
         std::this_thread::sleep_for(10ms); // the deadline passes while this task runs
         EXPECT_EQ(ch.try_send(77), 0);     // handed to the waiting receiver
         auto v = co_await r;
@@ -437,17 +438,20 @@ TEST(Channel, ManyMessagesAcrossRuntimesAndThreadsNothingLostOrDuplicated) {
         ringo::RuntimePool pool(2);
         std::vector<ringo::JoinHandle<void>> hs;
         for (int p = 0; p < task_producers; ++p)
-            hs.push_back(pool.spawn_on(static_cast<std::size_t>(p % 2), [](Channel<std::uint64_t>& c, int id, long n, auto done) -> Task<void> {
-                for (long i = 0; i < n; ++i)
-                    EXPECT_EQ(co_await c.send((std::uint64_t(id) << 40) | std::uint64_t(i)), 0);
-                done();
-            }(ch, p, per_producer, producer_done)));
+            hs.push_back(pool.spawn_on(static_cast<std::size_t>(p % 2),
+                                       [](Channel<std::uint64_t>& c, int id, long n, auto done) -> Task<void> {
+                                           for (long i = 0; i < n; ++i)
+                                               EXPECT_EQ(co_await c.send((std::uint64_t(id) << 40) | std::uint64_t(i)),
+                                                         0);
+                                           done();
+                                       }(ch, p, per_producer, producer_done)));
         for (int c = 0; c < task_consumers; ++c)
-            hs.push_back(pool.spawn_on(static_cast<std::size_t>((c + 1) % 2), [](Channel<std::uint64_t>& ch2, auto consume) -> Task<void> {
-                std::vector<long> last(producers, -1);
-                while (auto m = co_await ch2.recv())
-                    consume(*m, last);
-            }(ch, consume_one)));
+            hs.push_back(pool.spawn_on(static_cast<std::size_t>((c + 1) % 2),
+                                       [](Channel<std::uint64_t>& ch2, auto consume) -> Task<void> {
+                                           std::vector<long> last(producers, -1);
+                                           while (auto m = co_await ch2.recv())
+                                               consume(*m, last);
+                                       }(ch, consume_one)));
         std::vector<std::thread> threads;
         for (int p = 0; p < thread_producers; ++p)
             threads.emplace_back([&, id = task_producers + p] {
@@ -484,15 +488,17 @@ TEST(Channel, PoolShutdownNowCancelsTasksWaitingOnAChannel) {
         ringo::RuntimePool pool(2);
         for (int i = 0; i < 6; ++i)
             pool.spawn([](Channel<int>& c, std::atomic<int>& e) -> Task<void> {
-                auto v = co_await c.recv(); // nothing ever comes
-                EXPECT_FALSE(v.has_value());
-                e.fetch_add(1);
-            }(empty, ended)).detach();
+                    auto v = co_await c.recv(); // nothing ever comes
+                    EXPECT_FALSE(v.has_value());
+                    e.fetch_add(1);
+                }(empty, ended))
+                .detach();
         for (int i = 0; i < 2; ++i)
             pool.spawn([](Channel<int>& c, std::atomic<int>& e) -> Task<void> {
-                EXPECT_EQ(co_await c.send(9), -ECANCELED); // never any room
-                e.fetch_add(1);
-            }(full, ended)).detach();
+                    EXPECT_EQ(co_await c.send(9), -ECANCELED); // never any room
+                    e.fetch_add(1);
+                }(full, ended))
+                .detach();
         std::this_thread::sleep_for(20ms); // everyone is waiting by now
         EXPECT_EQ(ended.load(), 0);
         pool.shutdown_now();
@@ -528,7 +534,8 @@ TEST(Channel, CancelRecvRacingSendsLosesNothing) {
                 // comes: 0.5 or 1 us, or (every fourth round) until it has sent one, 20 us at
                 // most, so that the hand-over-then-cancel path surely runs.
                 long before = sent.load();
-                auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(r % 4 == 3 ? 20'000 : 500 * (r % 4));
+                auto until =
+                    std::chrono::steady_clock::now() + std::chrono::nanoseconds(r % 4 == 3 ? 20'000 : 500 * (r % 4));
                 while (std::chrono::steady_clock::now() < until && !(r % 4 == 3 && sent.load() != before)) {
                 }
             } // else: cancelled before it ever waits
@@ -541,7 +548,7 @@ TEST(Channel, CancelRecvRacingSendsLosesNothing) {
     stop = true;
     sender.join();
     EXPECT_EQ(got, sent.load()); // every value sent was received by exactly one recv
-    EXPECT_GT(got, 0);            // the race did happen
+    EXPECT_GT(got, 0);           // the race did happen
     std::printf("values handed over in the race: %ld of %d rounds\n", got, rounds);
     EXPECT_FALSE(ch.try_recv().has_value());
 }

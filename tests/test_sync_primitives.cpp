@@ -113,7 +113,8 @@ TEST(Mutex, CancelledWaiterDoesNotGetTheLock) {
         EXPECT_FALSE(m.is_locked());
         // A cancelled scoped_lock yields an empty guard.
         EXPECT_EQ(co_await m.lock(), 0);
-        auto c = ringo::spawn([](ringo::Mutex& mm) -> Task<bool> { co_return static_cast<bool>(co_await mm.scoped_lock()); }(m));
+        auto c = ringo::spawn(
+            [](ringo::Mutex& mm) -> Task<bool> { co_return static_cast<bool>(co_await mm.scoped_lock()); }(m));
         co_await ringo::yield();
         c.cancel();
         EXPECT_FALSE(co_await c);
@@ -144,18 +145,19 @@ TEST(Mutex, ContentionFromTwoRuntimesAndAThread) {
         ringo::RuntimePool pool(2);
         std::vector<ringo::JoinHandle<void>> hs;
         for (int t = 0; t < tasks; ++t)
-            hs.push_back(pool.spawn([](ringo::Mutex& mm, long& c, std::atomic<int>& in, std::atomic<int>& ov, int n) -> Task<void> {
-                for (int i = 0; i < n; ++i) {
-                    auto g = co_await mm.scoped_lock();
-                    if (in.fetch_add(1) != 0)
-                        ov.fetch_add(1);
-                    long v = c;
-                    if (i % 7 == 0)
-                        co_await ringo::yield();
-                    c = v + 1;
-                    in.fetch_sub(1);
-                }
-            }(m, counter, inside, overlaps, iters)));
+            hs.push_back(pool.spawn(
+                [](ringo::Mutex& mm, long& c, std::atomic<int>& in, std::atomic<int>& ov, int n) -> Task<void> {
+                    for (int i = 0; i < n; ++i) {
+                        auto g = co_await mm.scoped_lock();
+                        if (in.fetch_add(1) != 0)
+                            ov.fetch_add(1);
+                        long v = c;
+                        if (i % 7 == 0)
+                            co_await ringo::yield();
+                        c = v + 1;
+                        in.fetch_sub(1);
+                    }
+                }(m, counter, inside, overlaps, iters)));
         std::thread th([&] {
             for (int i = 0; i < thread_iters; ++i) {
                 ASSERT_EQ(m.lock_blocking(), 0);
@@ -202,19 +204,20 @@ TEST(ConditionVariable, ProducerConsumerQueue) {
         ringo::ConditionVariable cv;
         std::vector<int> q;
         bool done = false;
-        auto consumer = ringo::spawn([](ringo::Mutex& mm, ringo::ConditionVariable& c, std::vector<int>& qq, bool& d) -> Task<long> {
-            long s = 0;
-            auto g = co_await mm.scoped_lock();
-            for (;;) {
-                EXPECT_EQ(co_await c.wait(mm, [&] { return !qq.empty() || d; }), 0);
-                EXPECT_TRUE(mm.is_locked());
-                if (qq.empty())
-                    break;
-                s += qq.back();
-                qq.pop_back();
-            }
-            co_return s;
-        }(m, cv, q, done));
+        auto consumer = ringo::spawn(
+            [](ringo::Mutex& mm, ringo::ConditionVariable& c, std::vector<int>& qq, bool& d) -> Task<long> {
+                long s = 0;
+                auto g = co_await mm.scoped_lock();
+                for (;;) {
+                    EXPECT_EQ(co_await c.wait(mm, [&] { return !qq.empty() || d; }), 0);
+                    EXPECT_TRUE(mm.is_locked());
+                    if (qq.empty())
+                        break;
+                    s += qq.back();
+                    qq.pop_back();
+                }
+                co_return s;
+            }(m, cv, q, done));
         for (int i = 1; i <= 100; ++i) {
             auto g = co_await m.scoped_lock();
             q.push_back(i);
@@ -498,7 +501,8 @@ TEST(WaitGroup, WaitsForEveryPiece) {
                     co_await ringo::yield();
                 ++d;
                 EXPECT_EQ(g.done(), 0);
-            }(wg, done, i)).detach();
+            }(wg, done, i))
+                .detach();
         EXPECT_EQ(wg.count(), 5u);
         EXPECT_EQ(co_await wg.wait(), 0);
         EXPECT_EQ(done, 5);
@@ -528,7 +532,8 @@ TEST(WaitGroup, BadInputAndCancel) {
 
 bool futex_ops_supported() {
     Runtime rt;
-    return rt.supports(ringo::uring::compat::opcode::futex_wait) && rt.supports(ringo::uring::compat::opcode::futex_wake);
+    return rt.supports(ringo::uring::compat::opcode::futex_wait) &&
+           rt.supports(ringo::uring::compat::opcode::futex_wake);
 }
 
 TEST(Futex, TaskWaitsThreadWakesWithTheSystemCall) {

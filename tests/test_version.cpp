@@ -13,9 +13,9 @@ TEST(Version, HeaderSaysTheProjectVersion) {
     EXPECT_EQ(RINGO_VERSION_MINOR, RINGO_EXPECTED_MINOR);
     EXPECT_EQ(RINGO_VERSION_PATCH, RINGO_EXPECTED_PATCH);
     EXPECT_EQ(RINGO_VERSION, RINGO_EXPECTED_MAJOR * 10000 + RINGO_EXPECTED_MINOR * 100 + RINGO_EXPECTED_PATCH);
-    EXPECT_EQ(std::string(RINGO_VERSION_STRING),
-              std::to_string(RINGO_VERSION_MAJOR) + "." + std::to_string(RINGO_VERSION_MINOR) + "." +
-                  std::to_string(RINGO_VERSION_PATCH));
+    EXPECT_EQ(std::string(RINGO_VERSION_STRING), std::to_string(RINGO_VERSION_MAJOR) + "." +
+                                                     std::to_string(RINGO_VERSION_MINOR) + "." +
+                                                     std::to_string(RINGO_VERSION_PATCH));
 }
 
 } // namespace

@@ -26,24 +26,24 @@
 #include <ringo/compose/timeout.hpp>
 #include <ringo/compose/traits.hpp>
 #include <ringo/compose/when.hpp>
-#include <ringo/op/common.hpp>
-#include <ringo/op/probe.hpp>
-#include <ringo/op/xattr.hpp>
-#include <ringo/op/direct.hpp>
-#include <ringo/op/poll.hpp>
 #include <ringo/op/cancel.hpp>
 #include <ringo/op/cmd.hpp>
-#include <ringo/op/send_zc.hpp>
-#include <ringo/op/msg_ring.hpp>
-#include <ringo/op/futex.hpp>
-#include <ringo/op/process.hpp>
+#include <ringo/op/common.hpp>
+#include <ringo/op/direct.hpp>
 #include <ringo/op/epoll.hpp>
-#include <ringo/op/pipe.hpp>
+#include <ringo/op/futex.hpp>
+#include <ringo/op/msg_ring.hpp>
 #include <ringo/op/multishot.hpp>
+#include <ringo/op/pipe.hpp>
+#include <ringo/op/poll.hpp>
+#include <ringo/op/probe.hpp>
+#include <ringo/op/process.hpp>
+#include <ringo/op/send_zc.hpp>
+#include <ringo/op/xattr.hpp>
 
-#include <ringo/buf/file_table.hpp>
-#include <ringo/buf/buffer_table.hpp>
 #include <ringo/buf/buffer_ring.hpp>
+#include <ringo/buf/buffer_table.hpp>
+#include <ringo/buf/file_table.hpp>
 #include <ringo/buf/recv_stream.hpp>
 
 #include <ringo/sync/channel.hpp>

@@ -55,8 +55,8 @@ struct RingState {
     std::uint32_t entries = 0;
     std::uint32_t buf_size = 0;
     std::uint16_t bgid = 0;
-    std::uint32_t refs = 1;          // the BufferRing object + the streams holding it
-    std::uint32_t lent = 0;          // buffers a CQE handed out that are not back in the ring
+    std::uint32_t refs = 1;            // the BufferRing object + the streams holding it
+    std::uint32_t lent = 0;            // buffers a CQE handed out that are not back in the ring
     std::uint32_t rearm_threshold = 1; // free buffers that re-arm a parked stream with no waiter
     // Per-buffer links: a stream queues the buffers it received through these (a buffer is
     // in at most one queue), so queueing a result never allocates.
@@ -64,9 +64,9 @@ struct RingState {
     std::uint32_t* len = nullptr;
     BufferWaiter* waiters_head = nullptr; // parked streams, FIFO
     BufferWaiter* waiters_tail = nullptr;
-    std::uint64_t stat_lent = 0;     // buffers handed out over the ring's life
-    std::uint64_t stat_enobufs = 0;  // multishot operations ended by -ENOBUFS
-    std::uint64_t stat_rearms = 0;   // re-arms after such an end (or a CQ-pressure stop)
+    std::uint64_t stat_lent = 0;    // buffers handed out over the ring's life
+    std::uint64_t stat_enobufs = 0; // multishot operations ended by -ENOBUFS
+    std::uint64_t stat_rearms = 0;  // re-arms after such an end (or a CQ-pressure stop)
 
     [[nodiscard]] std::byte* addr(std::uint16_t bid) const noexcept {
         return data + static_cast<std::size_t>(bid) * buf_size;
@@ -141,7 +141,8 @@ public:
     Buffer() noexcept = default;
     /// An empty buffer carrying `result` (0 or -errno).
     explicit Buffer(int result) noexcept : res_(result) {}
-    Buffer(Buffer&& o) noexcept : ring_(std::exchange(o.ring_, nullptr)), res_(std::exchange(o.res_, 0)), bid_(o.bid_) {}
+    Buffer(Buffer&& o) noexcept
+        : ring_(std::exchange(o.ring_, nullptr)), res_(std::exchange(o.res_, 0)), bid_(o.bid_) {}
     Buffer& operator=(Buffer&& o) noexcept {
         if (this != &o) {
             reset();
@@ -190,9 +191,9 @@ private:
 
 /// Counters of one BufferRing.
 struct BufferRingStats {
-    std::uint64_t buffers_lent = 0;  ///< buffers completions handed out since creation
-    std::uint64_t enobufs = 0;       ///< multishot operations the kernel ended because the ring was dry
-    std::uint64_t rearms = 0;        ///< streams re-armed after such an end (or a CQ-pressure stop)
+    std::uint64_t buffers_lent = 0; ///< buffers completions handed out since creation
+    std::uint64_t enobufs = 0;      ///< multishot operations the kernel ended because the ring was dry
+    std::uint64_t rearms = 0;       ///< streams re-armed after such an end (or a CQ-pressure stop)
 };
 
 /// A registered provided-buffer ring of one Runtime (IORING_REGISTER_PBUF_RING, 5.19):

@@ -44,7 +44,8 @@ public:
     /// Replaces buffers offset..offset+n-1 with `iovs` (an iovec {nullptr, 0} empties a
     /// slot) (5.13): the number updated, or -errno.
     [[nodiscard]] int update(unsigned offset, std::span<const iovec> iovs) noexcept {
-        return io_uring_register_buffers_update_tag(&ring(), offset, iovs.data(), nullptr, static_cast<unsigned>(iovs.size()));
+        return io_uring_register_buffers_update_tag(&ring(), offset, iovs.data(), nullptr,
+                                                    static_cast<unsigned>(iovs.size()));
     }
     /// Unregisters the table: 0, or -ENXIO when none is registered.
     int unregister() noexcept {

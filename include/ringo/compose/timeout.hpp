@@ -60,10 +60,9 @@ using timeout_result_t = typename detail::TimeoutResult<await_result_t<A>>::type
 /// deadline (its own result then being -ECANCELED). For void: true if it finished before
 /// the deadline. For other R: the value, or std::nullopt when the deadline passed first (a
 /// task's value produced after its cancellation is discarded, except that a non-empty
-/// std::optional R, such as a channel recv's value, is returned: it would be lost otherwise). A zero or negative duration
-/// cancels at once: an operation is then not submitted at all. A huge duration (up to
-/// duration::max()) never fires. Exceptions propagate.
-/// The deadline is one entry in the runtime's timer heap; the kernel sees at most one wait
+/// std::optional R, such as a channel recv's value, is returned: it would be lost otherwise). A zero or negative
+/// duration cancels at once: an operation is then not submitted at all. A huge duration (up to duration::max()) never
+/// fires. Exceptions propagate. The deadline is one entry in the runtime's timer heap; the kernel sees at most one wait
 /// timeout however many with_timeout are pending.
 template <class A, class Rep, class Period>
 Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d) {

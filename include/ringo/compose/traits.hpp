@@ -12,7 +12,9 @@ namespace ringo {
 namespace detail {
 
 template <class A>
-concept HasMemberCoAwait = requires(A&& a) { std::forward<A>(a).operator co_await(); };
+concept HasMemberCoAwait = requires(A&& a) {
+    std::forward<A>(a).operator co_await();
+};
 
 template <class A>
 decltype(auto) get_awaiter(A&& a) {
@@ -35,6 +37,7 @@ concept Operation = requires(std::remove_cvref_t<A>& a, io_uring_sqe* s) {
     { std::remove_cvref_t<A>::opcode } -> std::convertible_to<std::uint8_t>;
     a.prepare(s);
     a.with_sqe_flags(std::uint8_t{});
-} && std::is_base_of_v<detail::OpState, std::remove_cvref_t<A>>;
+}
+&&std::is_base_of_v<detail::OpState, std::remove_cvref_t<A>>;
 
 } // namespace ringo

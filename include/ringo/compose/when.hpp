@@ -25,7 +25,7 @@ struct BranchGroup {
     CancelCtx ctx;
     std::size_t remaining = 0;
     std::size_t first = static_cast<std::size_t>(-1); // index of the first branch to finish
-    bool any_mode = false;                              // when_any: first finisher cancels the rest
+    bool any_mode = false;                            // when_any: first finisher cancels the rest
     std::exception_ptr exc;
     std::coroutine_handle<> waiter{};
     Runtime* rt = nullptr;
@@ -120,7 +120,8 @@ Task<std::tuple<branch_value_t<Ts>...>> when_all_tasks(Task<Ts>... tasks) {
     g.remaining = sizeof...(Ts);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
-    }(std::index_sequence_for<Ts...>{});
+    }
+    (std::index_sequence_for<Ts...>{});
     co_await BranchGroup::Wait{&g};
     if (g.exc)
         std::rethrow_exception(g.exc);
@@ -162,7 +163,8 @@ Task<std::pair<std::size_t, R>> when_any_tasks(Task<Ts>... tasks) {
     g.remaining = sizeof...(Ts);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
-    }(std::index_sequence_for<Ts...>{});
+    }
+    (std::index_sequence_for<Ts...>{});
     // Every loser is cancelled and awaited to its end before we return (buffer-safe).
     co_await BranchGroup::Wait{&g};
     std::size_t idx = g.first;
@@ -172,7 +174,8 @@ Task<std::pair<std::size_t, R>> when_any_tasks(Task<Ts>... tasks) {
         ((I == idx ? (std::get<I>(out) ? (void)value.emplace(std::move(*std::get<I>(out))) : (void)(winner_exc = g.exc))
                    : void()),
          ...);
-    }(std::index_sequence_for<Ts...>{});
+    }
+    (std::index_sequence_for<Ts...>{});
     if (!value)
         std::rethrow_exception(winner_exc ? winner_exc : g.exc);
     co_return std::pair<std::size_t, R>{idx, std::move(*value)};

@@ -129,7 +129,7 @@ public:
             w.rt = detail::t_current;
             std::uintptr_t expected = detail::join_running;
             if (!jh->h_.promise().join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&w),
-                                                               std::memory_order_acq_rel, std::memory_order_acquire))
+                                                                std::memory_order_acq_rel, std::memory_order_acquire))
                 return false;
             if ((ctx = detail::ctx_of(h))) {
                 ctx->waiting = this;
@@ -160,7 +160,8 @@ public:
             cur->flush_submissions(); // a wake-up this thread queued must leave before it blocks
         detail::ThreadJoinWaiter w;
         std::uintptr_t expected = detail::join_running;
-        if (p.join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)),
+        if (p.join_.compare_exchange_strong(expected,
+                                            reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)),
                                             std::memory_order_acq_rel, std::memory_order_acquire)) {
             std::unique_lock lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });

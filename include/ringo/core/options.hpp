@@ -20,46 +20,84 @@ class Runtime;
 /// tells what is in force.
 class RuntimeOptions {
 public:
-    RuntimeOptions& sq_entries(unsigned n) noexcept { p_.sq_entries = n; return *this; }
+    RuntimeOptions& sq_entries(unsigned n) noexcept {
+        p_.sq_entries = n;
+        return *this;
+    }
     /// 0 keeps the kernel default (2 x sq_entries).
-    RuntimeOptions& cq_entries(unsigned n) noexcept { p_.cq_entries = n; return *this; }
+    RuntimeOptions& cq_entries(unsigned n) noexcept {
+        p_.cq_entries = n;
+        return *this;
+    }
     /// A kernel thread polls the SQ (IORING_SETUP_SQPOLL); it idles after `idle_ms` and is
     /// pinned to `cpu` when cpu >= 0 (IORING_SETUP_SQ_AFF). SQPOLL excludes DEFER_TASKRUN.
     RuntimeOptions& sqpoll(bool on = true, unsigned idle_ms = 1000, int cpu = -1) noexcept {
-        sqpoll_ = on; p_.sq_thread_idle_ms = idle_ms; p_.sq_thread_cpu = on ? cpu : -1; return *this;
+        sqpoll_ = on;
+        p_.sq_thread_idle_ms = idle_ms;
+        p_.sq_thread_cpu = on ? cpu : -1;
+        return *this;
     }
     /// Busy-poll for completions (IORING_SETUP_IOPOLL): O_DIRECT files on devices with poll queues only.
-    RuntimeOptions& iopoll(bool on = true) noexcept { iopoll_ = on; return *this; }
-    RuntimeOptions& single_issuer(bool on = true) noexcept { single_issuer_ = on; return *this; }
+    RuntimeOptions& iopoll(bool on = true) noexcept {
+        iopoll_ = on;
+        return *this;
+    }
+    RuntimeOptions& single_issuer(bool on = true) noexcept {
+        single_issuer_ = on;
+        return *this;
+    }
     /// DEFER_TASKRUN implies SINGLE_ISSUER.
-    RuntimeOptions& defer_taskrun(bool on = true) noexcept { defer_taskrun_ = on; return *this; }
+    RuntimeOptions& defer_taskrun(bool on = true) noexcept {
+        defer_taskrun_ = on;
+        return *this;
+    }
     /// COOP_TASKRUN | TASKRUN_FLAG; takes the place of DEFER_TASKRUN.
     RuntimeOptions& coop_taskrun(bool on = true) noexcept {
-        coop_taskrun_ = on; if (on) defer_taskrun_ = false; return *this;
+        coop_taskrun_ = on;
+        if (on)
+            defer_taskrun_ = false;
+        return *this;
     }
-    RuntimeOptions& submit_all(bool on = true) noexcept { submit_all_ = on; return *this; }
+    RuntimeOptions& submit_all(bool on = true) noexcept {
+        submit_all_ = on;
+        return *this;
+    }
     /// Register the ring fd (IORING_REGISTER_RING_FDS) so io_uring_enter skips the fd lookup.
-    RuntimeOptions& register_ring_fd(bool on = true) noexcept { p_.register_ring_fd = on; return *this; }
+    RuntimeOptions& register_ring_fd(bool on = true) noexcept {
+        p_.register_ring_fd = on;
+        return *this;
+    }
     /// Share the io-wq worker pool of another runtime's ring (IORING_SETUP_ATTACH_WQ).
     RuntimeOptions& attach_wq(const Runtime& other) noexcept;
-    RuntimeOptions& attach_wq_fd(int ring_fd) noexcept { p_.attach_wq_fd = ring_fd; return *this; }
+    RuntimeOptions& attach_wq_fd(int ring_fd) noexcept {
+        p_.attach_wq_fd = ring_fd;
+        return *this;
+    }
     /// After this many resumptions in a row the runtime submits gathered SQEs and reaps
     /// completions even though tasks are still ready (so a busy run queue cannot starve I/O).
-    RuntimeOptions& flush_interval(unsigned n) noexcept { flush_interval_ = n ? n : 1; return *this; }
+    RuntimeOptions& flush_interval(unsigned n) noexcept {
+        flush_interval_ = n ? n : 1;
+        return *this;
+    }
     /// Called once for each detached task that ends with an exception (the default prints it
     /// to stderr): on the runtime's thread when the task was detached before it ended, on the
     /// detaching thread when it had already ended (see JoinHandle::detach), so a handler
     /// shared by several threads must be thread-safe.
-    RuntimeOptions& on_detached_exception(void (*fn)(std::exception_ptr)) noexcept { on_exc_ = fn; return *this; }
+    RuntimeOptions& on_detached_exception(void (*fn)(std::exception_ptr)) noexcept {
+        on_exc_ = fn;
+        return *this;
+    }
     /// Fault injection for tests: setup attempts that include any of these IORING_SETUP_*
     /// flags fail as if the kernel answered EINVAL.
     RuntimeOptions& reject_setup_flags_for_testing(std::uint32_t mask) noexcept {
-        p_.reject_flags_for_testing = mask; return *this;
+        p_.reject_flags_for_testing = mask;
+        return *this;
     }
     /// Fault injection for tests: every setup attempt fails with `err` (an errno value, e.g.
     /// ENOMEM) as if the kernel had refused the ring; 0 turns it off.
     RuntimeOptions& fail_setup_for_testing(int err) noexcept {
-        p_.setup_errno_for_testing = err; return *this;
+        p_.setup_errno_for_testing = err;
+        return *this;
     }
 
     /// The ring parameters these options ask for first (before any degradation).
@@ -67,12 +105,18 @@ public:
         namespace s = uring::compat::setup;
         uring::RingParams p = p_;
         p.flags = 0;
-        if (sqpoll_) p.flags |= s::sqpoll;
-        if (iopoll_) p.flags |= s::iopoll;
-        if (submit_all_) p.flags |= s::submit_all;
-        if (single_issuer_) p.flags |= s::single_issuer;
-        if (defer_taskrun_ && !sqpoll_) p.flags |= s::defer_taskrun | s::single_issuer;
-        else if (coop_taskrun_ || defer_taskrun_) p.flags |= s::coop_taskrun | s::taskrun_flag;
+        if (sqpoll_)
+            p.flags |= s::sqpoll;
+        if (iopoll_)
+            p.flags |= s::iopoll;
+        if (submit_all_)
+            p.flags |= s::submit_all;
+        if (single_issuer_)
+            p.flags |= s::single_issuer;
+        if (defer_taskrun_ && !sqpoll_)
+            p.flags |= s::defer_taskrun | s::single_issuer;
+        else if (coop_taskrun_ || defer_taskrun_)
+            p.flags |= s::coop_taskrun | s::taskrun_flag;
         return p;
     }
     /// The io_uring_params of the first setup attempt.

@@ -34,8 +34,8 @@ extern constinit thread_local Runtime* t_current;
 /// flight (cancel_fn submits ASYNC_CANCEL for it).
 struct OpState : Waitable {
     std::coroutine_handle<> h;
-    int res;                  // set by the completion (or by await_suspend on early errors)
-    std::uint32_t cqe_flags;  // set by the completion
+    int res;                 // set by the completion (or by await_suspend on early errors)
+    std::uint32_t cqe_flags; // set by the completion
 };
 
 /// A completion that is not a plain coroutine resumption (internal wake-ups, multishot
@@ -104,11 +104,11 @@ struct RuntimeStats {
     /// full; each flush of that list counts), -EBUSY/-EAGAIN from io_uring_enter, or a full SQ
     /// it would not take. None of them loses a completion.
     std::uint64_t backpressure_events = 0;
-    std::uint32_t ops_in_flight = 0;  ///< awaited operations whose CQE has not arrived
+    std::uint32_t ops_in_flight = 0; ///< awaited operations whose CQE has not arrived
     // Cross-thread traffic, counted by the receiving runtime:
-    std::uint64_t remote_items = 0;   ///< spawns, resumptions, migrations, cancel requests posted from other threads
-    std::uint64_t wakeups = 0;        ///< wake-up messages sent to this runtime (at most one per batch of items)
-    std::uint64_t wakeups_by_sqe = 0; ///< of which IORING_OP_MSG_RING SQEs on the sender's ring (no extra syscall)
+    std::uint64_t remote_items = 0;      ///< spawns, resumptions, migrations, cancel requests posted from other threads
+    std::uint64_t wakeups = 0;           ///< wake-up messages sent to this runtime (at most one per batch of items)
+    std::uint64_t wakeups_by_sqe = 0;    ///< of which IORING_OP_MSG_RING SQEs on the sender's ring (no extra syscall)
     std::uint64_t tasks_migrated_in = 0; ///< tasks that moved here with switch_to
 };
 
@@ -155,8 +155,8 @@ public:
     /// Makes room for `n` SQEs (n <= SQ size), submitting what is gathered if needed, so a
     /// group of SQEs prepared next goes to the kernel in one submission.
     void reserve_sqes(unsigned n) {
-        while (ring_.sq_space() < n) [[unlikely]]
-            make_sq_room();
+        while (ring_.sq_space() < n)
+            [[unlikely]] make_sq_room();
     }
     /// Book-keeping for an awaited operation whose SQE was just prepared.
     void op_started() noexcept { ++in_flight_; }
@@ -212,6 +212,7 @@ public:
     /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the
     /// thread: a MSG_RING wake-up queued for another runtime then leaves at once.
     void flush_submissions() noexcept;
+
 private:
     // Entry points for ringo's own layers (operations, combinators, sync, the pool), which
     // reach them through detail::RuntimeAccess: nothing here is for users to call.
@@ -348,7 +349,7 @@ private:
     detail::RunQueue ready_;
     std::uint32_t in_flight_ = 0;
     unsigned flush_interval_;
-    unsigned budget_ = 0; // resumptions left before the loop flushes I/O
+    unsigned budget_ = 0;        // resumptions left before the loop flushes I/O
     std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
     bool discard_ = false;
@@ -369,7 +370,7 @@ private:
     int wake_fd_ = -1;
     std::uint64_t wake_buf_ = 0;
     bool wake_armed_ = false;
-    bool msg_wake_ = false; // wake-ups by ring-less MSG_RING instead of the eventfd
+    bool msg_wake_ = false;     // wake-ups by ring-less MSG_RING instead of the eventfd
     bool wake_pending_ = false; // guarded by remote_m_
     std::mutex remote_m_;
     struct RemoteItem {
@@ -392,7 +393,7 @@ private:
     struct RingWake : detail::Completion {
         Runtime* rt;
     };
-    RingWake ring_wake_{};    // target side: the CQE a MSG_RING wake-up posts here
+    RingWake ring_wake_{};      // target side: the CQE a MSG_RING wake-up posts here
     RingWake ring_wake_sent_{}; // sender side: the sender's own CQE of that MSG_RING (failure -> resend)
     static void on_ring_wake(detail::Completion* c, int res, std::uint32_t flags);
     static void on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t flags);

@@ -69,8 +69,8 @@ public:
     /// Same, on an IPv4 address in host byte order (INADDR_LOOPBACK, INADDR_ANY) and port.
     template <class Handler>
     ShardedListener(RuntimePool& pool, std::uint32_t ipv4, std::uint16_t port, Handler handler, int backlog = 1024)
-        : ShardedListener(pool, ipv4_addr(ipv4, port).as_sockaddr(), sizeof(sockaddr_in), std::move(handler),
-                          backlog) {}
+        : ShardedListener(pool, ipv4_addr(ipv4, port).as_sockaddr(), sizeof(sockaddr_in), std::move(handler), backlog) {
+    }
 
     ShardedListener(const ShardedListener&) = delete;
     ShardedListener& operator=(const ShardedListener&) = delete;

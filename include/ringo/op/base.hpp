@@ -15,9 +15,7 @@ namespace ringo::op {
 /// requests are clamped and report the shorter count, as read(2) does.
 inline constexpr std::size_t max_rw_count = 0x7ffff000;
 
-inline unsigned clamp_len(std::size_t n) noexcept {
-    return static_cast<unsigned>(n > max_rw_count ? max_rw_count : n);
-}
+inline unsigned clamp_len(std::size_t n) noexcept { return static_cast<unsigned>(n > max_rw_count ? max_rw_count : n); }
 
 /// Base of every operation awaitable. `Derived` provides `static constexpr std::uint8_t
 /// opcode` and `void prepare(io_uring_sqe*)`. The state lives in the awaitable itself,
@@ -60,8 +58,14 @@ public:
     [[nodiscard]] std::uint32_t result_flags() const noexcept { return this->cqe_flags; }
 
     /// Adds IOSQE_* flags to the SQE (used by the composition layer).
-    Derived& with_sqe_flags(std::uint8_t f) & noexcept { sqe_flags_ |= f; return static_cast<Derived&>(*this); }
-    Derived&& with_sqe_flags(std::uint8_t f) && noexcept { sqe_flags_ |= f; return static_cast<Derived&&>(*this); }
+    Derived& with_sqe_flags(std::uint8_t f) & noexcept {
+        sqe_flags_ |= f;
+        return static_cast<Derived&>(*this);
+    }
+    Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
+        sqe_flags_ |= f;
+        return static_cast<Derived&&>(*this);
+    }
     [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
 
 protected:
@@ -97,8 +101,8 @@ struct Fixed {
 /// A file an operation works on: a plain descriptor (`int`) or a registered one (`Fixed`).
 class FileRef {
 public:
-    FileRef(int fd) noexcept : v_(fd), fixed_(false) {}                                  // NOLINT
-    FileRef(Fixed f) noexcept : v_(static_cast<int>(f.index)), fixed_(true) {}           // NOLINT
+    FileRef(int fd) noexcept : v_(fd), fixed_(false) {}                        // NOLINT
+    FileRef(Fixed f) noexcept : v_(static_cast<int>(f.index)), fixed_(true) {} // NOLINT
     [[nodiscard]] int raw() const noexcept { return v_; }
     [[nodiscard]] bool fixed() const noexcept { return fixed_; }
     /// Marks the prepared SQE as using a registered file when this is one.

@@ -23,16 +23,21 @@ struct AsyncCancel : Op<AsyncCancel> {
         s->fd = fd_;
         s->cancel_flags = flags_;
     }
-    std::uint64_t target_; int fd_; unsigned flags_;
+    std::uint64_t target_;
+    int fd_;
+    unsigned flags_;
 };
 /// Cancels the operation with user_data `target` (all of them with async_cancel_all).
 inline AsyncCancel async_cancel(std::uint64_t target, unsigned flags = 0) noexcept { return {target, -1, flags}; }
 /// Cancels an operation on `fd` (every one with async_cancel_all; a Fixed{i} matches the
 /// operations that use registered file i) (5.19).
 inline AsyncCancel async_cancel_fd(FileRef fd, unsigned flags = 0) noexcept {
-    return {0, fd.raw(), flags | uring::compat::async_cancel_fd | (fd.fixed() ? uring::compat::async_cancel_fd_fixed : 0u)};
+    return {0, fd.raw(),
+            flags | uring::compat::async_cancel_fd | (fd.fixed() ? uring::compat::async_cancel_fd_fixed : 0u)};
 }
 /// Cancels any operation (5.19); with async_cancel_all, every one.
-inline AsyncCancel async_cancel_any(unsigned flags = 0) noexcept { return {0, -1, flags | uring::compat::async_cancel_any}; }
+inline AsyncCancel async_cancel_any(unsigned flags = 0) noexcept {
+    return {0, -1, flags | uring::compat::async_cancel_any};
+}
 
 } // namespace ringo::op

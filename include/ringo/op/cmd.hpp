@@ -35,7 +35,9 @@ struct UringCmd : Op<UringCmd<Fill>> {
         raw::prep_uring_cmd(s, fd_, cmd_op_);
         fill_(s);
     }
-    FileRef fd_; std::uint32_t cmd_op_; Fill fill_;
+    FileRef fd_;
+    std::uint32_t cmd_op_;
+    Fill fill_;
 };
 struct NoCmdFields {
     void operator()(io_uring_sqe*) const noexcept {}
@@ -44,7 +46,9 @@ template <class Fill>
 UringCmd<std::decay_t<Fill>> uring_cmd(FileRef fd, std::uint32_t cmd_op, Fill&& fill) {
     return {fd, cmd_op, std::forward<Fill>(fill)};
 }
-inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcept { return {fd, cmd_op, NoCmdFields{}}; }
+inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcept {
+    return {fd, cmd_op, NoCmdFields{}};
+}
 
 /// IORING_OP_URING_CMD socket command (SOCKET_URING_OP_*, 6.7): `cmd_op` is one of
 /// uring::compat::socket_cmd; level/optname/optval/optlen as for getsockopt(2). On a file
@@ -55,10 +59,16 @@ struct CmdSock : Op<CmdSock> {
         : fd_(fd), cmd_op_(cmd_op), level_(level), optname_(optname), optval_(optval), optlen_(optlen) {}
     void prepare(io_uring_sqe* s) const noexcept {
         raw::prep_uring_cmd(s, fd_, cmd_op_);
-        uring::compat::sqe_field::sock_level_optname(s, static_cast<std::uint32_t>(level_), static_cast<std::uint32_t>(optname_));
-        uring::compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(optval_), static_cast<std::uint32_t>(optlen_));
+        uring::compat::sqe_field::sock_level_optname(s, static_cast<std::uint32_t>(level_),
+                                                     static_cast<std::uint32_t>(optname_));
+        uring::compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(optval_),
+                                              static_cast<std::uint32_t>(optlen_));
     }
-    FileRef fd_; std::uint32_t cmd_op_; int level_, optname_; void* optval_; int optlen_;
+    FileRef fd_;
+    std::uint32_t cmd_op_;
+    int level_, optname_;
+    void* optval_;
+    int optlen_;
 };
 inline CmdSock cmd_sock(FileRef fd, std::uint32_t cmd_op, int level = 0, int optname = 0, void* optval = nullptr,
                         int optlen = 0) noexcept {
@@ -99,8 +109,11 @@ struct CmdDiscard : Op<CmdDiscard> {
         s->addr = off_;
         s->addr3 = n_;
     }
-    FileRef fd_; std::uint64_t off_, n_;
+    FileRef fd_;
+    std::uint64_t off_, n_;
 };
-inline CmdDiscard cmd_discard(FileRef fd, std::uint64_t offset, std::uint64_t nbytes) noexcept { return {fd, offset, nbytes}; }
+inline CmdDiscard cmd_discard(FileRef fd, std::uint64_t offset, std::uint64_t nbytes) noexcept {
+    return {fd, offset, nbytes};
+}
 
 } // namespace ringo::op

@@ -15,9 +15,13 @@ struct FilesUpdate : Op<FilesUpdate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::files_update;
     FilesUpdate(int* fds, unsigned nr, int offset) noexcept : fds_(fds), nr_(nr), offset_(offset) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_files_update(s, fds_, nr_, offset_); }
-    int* fds_; unsigned nr_; int offset_;
+    int* fds_;
+    unsigned nr_;
+    int offset_;
 };
-inline FilesUpdate files_update(int* fds, unsigned nr, unsigned offset) noexcept { return {fds, nr, static_cast<int>(offset)}; }
+inline FilesUpdate files_update(int* fds, unsigned nr, unsigned offset) noexcept {
+    return {fds, nr, static_cast<int>(offset)};
+}
 
 /// IORING_OP_FIXED_FD_INSTALL (6.8): installs registered file `fd` (a Fixed) as a regular
 /// descriptor of the process: the new fd or -errno (-EBADF for a plain fd or an empty
@@ -30,7 +34,8 @@ struct FixedFdInstall : Op<FixedFdInstall> {
         uring::compat::sqe_field::op_flags(s, flags_);
         fd_.apply(s);
     }
-    FileRef fd_; unsigned flags_;
+    FileRef fd_;
+    unsigned flags_;
 };
 inline FixedFdInstall fixed_fd_install(FileRef fd, unsigned flags = 0) noexcept { return {fd, flags}; }
 

@@ -22,25 +22,40 @@ inline Nop nop() noexcept { return {}; }
 /// IORING_OP_READ (5.6), like pread(2): bytes read (0 at end of file) or -errno.
 struct Read : Op<Read> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::read;
-    Read(FileRef fd, void* buf, std::size_t len, std::uint64_t off) noexcept : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_read(s, fd_.raw(), buf_, len_, off_); fd_.apply(s); }
-    FileRef fd_; void* buf_; unsigned len_; std::uint64_t off_;
+    Read(FileRef fd, void* buf, std::size_t len, std::uint64_t off) noexcept
+        : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_read(s, fd_.raw(), buf_, len_, off_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    void* buf_;
+    unsigned len_;
+    std::uint64_t off_;
 };
-inline Read read(FileRef fd, void* buf, std::size_t len, std::uint64_t offset) noexcept { return {fd, buf, len, offset}; }
+inline Read read(FileRef fd, void* buf, std::size_t len, std::uint64_t offset) noexcept {
+    return {fd, buf, len, offset};
+}
 
 /// IORING_OP_READ with a provided buffer (5.7): the kernel picks a buffer of group `g` (up to
 /// `len` bytes); `buffer_id(op.result_flags())` names it. -ENOBUFS when the group is empty.
 struct ReadSelect : Op<ReadSelect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::read;
-    ReadSelect(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t off) noexcept : fd_(fd), g_(g), len_(clamp_len(len)), off_(off) {}
+    ReadSelect(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t off) noexcept
+        : fd_(fd), g_(g), len_(clamp_len(len)), off_(off) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_read(s, fd_.raw(), nullptr, len_, off_);
         raw::select_buffer(s, g_);
         fd_.apply(s);
     }
-    FileRef fd_; BufferGroup g_; unsigned len_; std::uint64_t off_;
+    FileRef fd_;
+    BufferGroup g_;
+    unsigned len_;
+    std::uint64_t off_;
 };
-inline ReadSelect read(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t offset) noexcept { return {fd, g, len, offset}; }
+inline ReadSelect read(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t offset) noexcept {
+    return {fd, g, len, offset};
+}
 
 /// IORING_OP_READ_FIXED (5.1): like read(), into registered buffer `buf_index` (see
 /// buf::BufferTable); [buf, buf+len) must lie inside that buffer, else -EFAULT.
@@ -52,7 +67,11 @@ struct ReadFixed : Op<ReadFixed> {
         io_uring_prep_read_fixed(s, fd_.raw(), buf_, len_, off_, static_cast<int>(idx_));
         fd_.apply(s);
     }
-    FileRef fd_; void* buf_; unsigned len_; std::uint64_t off_; unsigned idx_;
+    FileRef fd_;
+    void* buf_;
+    unsigned len_;
+    std::uint64_t off_;
+    unsigned idx_;
 };
 inline ReadFixed read_fixed(FileRef fd, void* buf, std::size_t len, std::uint64_t offset, unsigned buf_index) noexcept {
     return {fd, buf, len, offset, buf_index};
@@ -61,11 +80,20 @@ inline ReadFixed read_fixed(FileRef fd, void* buf, std::size_t len, std::uint64_
 /// IORING_OP_WRITE (5.6), like pwrite(2): bytes written or -errno.
 struct Write : Op<Write> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::write;
-    Write(FileRef fd, const void* buf, std::size_t len, std::uint64_t off) noexcept : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_write(s, fd_.raw(), buf_, len_, off_); fd_.apply(s); }
-    FileRef fd_; const void* buf_; unsigned len_; std::uint64_t off_;
+    Write(FileRef fd, const void* buf, std::size_t len, std::uint64_t off) noexcept
+        : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_write(s, fd_.raw(), buf_, len_, off_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const void* buf_;
+    unsigned len_;
+    std::uint64_t off_;
 };
-inline Write write(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset) noexcept { return {fd, buf, len, offset}; }
+inline Write write(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset) noexcept {
+    return {fd, buf, len, offset};
+}
 
 /// IORING_OP_WRITE_FIXED (5.1): like write(), from registered buffer `buf_index`.
 struct WriteFixed : Op<WriteFixed> {
@@ -76,18 +104,31 @@ struct WriteFixed : Op<WriteFixed> {
         io_uring_prep_write_fixed(s, fd_.raw(), buf_, len_, off_, static_cast<int>(idx_));
         fd_.apply(s);
     }
-    FileRef fd_; const void* buf_; unsigned len_; std::uint64_t off_; unsigned idx_;
+    FileRef fd_;
+    const void* buf_;
+    unsigned len_;
+    std::uint64_t off_;
+    unsigned idx_;
 };
-inline WriteFixed write_fixed(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset, unsigned buf_index) noexcept {
+inline WriteFixed write_fixed(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset,
+                              unsigned buf_index) noexcept {
     return {fd, buf, len, offset, buf_index};
 }
 
 /// IORING_OP_READV (5.1), like preadv2(2). `iov` must stay valid until the await ends.
 struct Readv : Op<Readv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::readv;
-    Readv(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, int flags) noexcept : fd_(fd), iov_(iov), n_(n), off_(off), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_readv2(s, fd_.raw(), iov_, n_, off_, flags_); fd_.apply(s); }
-    FileRef fd_; const iovec* iov_; unsigned n_; std::uint64_t off_; int flags_;
+    Readv(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, int flags) noexcept
+        : fd_(fd), iov_(iov), n_(n), off_(off), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_readv2(s, fd_.raw(), iov_, n_, off_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const iovec* iov_;
+    unsigned n_;
+    std::uint64_t off_;
+    int flags_;
 };
 inline Readv readv(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, int rwf_flags = 0) noexcept {
     return {fd, iov, iovcnt, offset, rwf_flags};
@@ -96,9 +137,17 @@ inline Readv readv(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t 
 /// IORING_OP_WRITEV (5.1), like pwritev2(2).
 struct Writev : Op<Writev> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::writev;
-    Writev(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, int flags) noexcept : fd_(fd), iov_(iov), n_(n), off_(off), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_writev2(s, fd_.raw(), iov_, n_, off_, flags_); fd_.apply(s); }
-    FileRef fd_; const iovec* iov_; unsigned n_; std::uint64_t off_; int flags_;
+    Writev(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, int flags) noexcept
+        : fd_(fd), iov_(iov), n_(n), off_(off), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_writev2(s, fd_.raw(), iov_, n_, off_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const iovec* iov_;
+    unsigned n_;
+    std::uint64_t off_;
+    int flags_;
 };
 inline Writev writev(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, int rwf_flags = 0) noexcept {
     return {fd, iov, iovcnt, offset, rwf_flags};
@@ -122,7 +171,12 @@ struct ReadvFixed : Op<ReadvFixed> {
     ReadvFixed(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
         : fd_(fd), iov_(iov), n_(n), off_(off), idx_(idx), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { raw::prep_rwv_fixed(s, opcode, fd_, iov_, n_, off_, flags_, idx_); }
-    FileRef fd_; const iovec* iov_; unsigned n_; std::uint64_t off_; unsigned idx_; int flags_;
+    FileRef fd_;
+    const iovec* iov_;
+    unsigned n_;
+    std::uint64_t off_;
+    unsigned idx_;
+    int flags_;
 };
 inline ReadvFixed readv_fixed(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, unsigned buf_index,
                               int rwf_flags = 0) noexcept {
@@ -135,7 +189,12 @@ struct WritevFixed : Op<WritevFixed> {
     WritevFixed(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
         : fd_(fd), iov_(iov), n_(n), off_(off), idx_(idx), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { raw::prep_rwv_fixed(s, opcode, fd_, iov_, n_, off_, flags_, idx_); }
-    FileRef fd_; const iovec* iov_; unsigned n_; std::uint64_t off_; unsigned idx_; int flags_;
+    FileRef fd_;
+    const iovec* iov_;
+    unsigned n_;
+    std::uint64_t off_;
+    unsigned idx_;
+    int flags_;
 };
 inline WritevFixed writev_fixed(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, unsigned buf_index,
                                 int rwf_flags = 0) noexcept {
@@ -149,54 +208,75 @@ inline constexpr unsigned fsync_datasync = 1u << 0;
 struct Fsync : Op<Fsync> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fsync;
     Fsync(FileRef fd, unsigned flags) noexcept : fd_(fd), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_fsync(s, fd_.raw(), flags_); fd_.apply(s); }
-    FileRef fd_; unsigned flags_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_fsync(s, fd_.raw(), flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    unsigned flags_;
 };
 inline Fsync fsync(FileRef fd, unsigned flags = 0) noexcept { return {fd, flags}; }
 
 /// IORING_OP_FALLOCATE (5.6), like fallocate(2): 0 or -errno.
 struct Fallocate : Op<Fallocate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fallocate;
-    Fallocate(FileRef fd, int mode, std::uint64_t off, std::uint64_t len) noexcept : fd_(fd), mode_(mode), off_(off), len_(len) {}
+    Fallocate(FileRef fd, int mode, std::uint64_t off, std::uint64_t len) noexcept
+        : fd_(fd), mode_(mode), off_(off), len_(len) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_fallocate(s, fd_.raw(), mode_, static_cast<off_t>(off_), static_cast<off_t>(len_));
         fd_.apply(s);
     }
-    FileRef fd_; int mode_; std::uint64_t off_, len_;
+    FileRef fd_;
+    int mode_;
+    std::uint64_t off_, len_;
 };
-inline Fallocate fallocate(FileRef fd, int mode, std::uint64_t offset, std::uint64_t len) noexcept { return {fd, mode, offset, len}; }
+inline Fallocate fallocate(FileRef fd, int mode, std::uint64_t offset, std::uint64_t len) noexcept {
+    return {fd, mode, offset, len};
+}
 
 /// IORING_OP_FADVISE (5.6), like posix_fadvise(2): 0 or -errno. `len` is 32 bits wide in
 /// this opcode; 0 means "to the end of the file".
 struct Fadvise : Op<Fadvise> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fadvise;
-    Fadvise(FileRef fd, std::uint64_t off, std::uint32_t len, int advice) noexcept : fd_(fd), off_(off), len_(len), advice_(advice) {}
+    Fadvise(FileRef fd, std::uint64_t off, std::uint32_t len, int advice) noexcept
+        : fd_(fd), off_(off), len_(len), advice_(advice) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_fadvise(s, fd_.raw(), off_, static_cast<off_t>(len_), advice_);
         fd_.apply(s);
     }
-    FileRef fd_; std::uint64_t off_; std::uint32_t len_; int advice_;
+    FileRef fd_;
+    std::uint64_t off_;
+    std::uint32_t len_;
+    int advice_;
 };
-inline Fadvise fadvise(FileRef fd, std::uint64_t offset, std::uint32_t len, int advice) noexcept { return {fd, offset, len, advice}; }
+inline Fadvise fadvise(FileRef fd, std::uint64_t offset, std::uint32_t len, int advice) noexcept {
+    return {fd, offset, len, advice};
+}
 
 /// IORING_OP_MADVISE (5.6), like madvise(2) on [addr, addr+len): 0 or -errno.
 struct Madvise : Op<Madvise> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::madvise;
     Madvise(void* addr, std::uint32_t len, int advice) noexcept : addr_(addr), len_(len), advice_(advice) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_madvise(s, addr_, static_cast<off_t>(len_), advice_); }
-    void* addr_; std::uint32_t len_; int advice_;
+    void* addr_;
+    std::uint32_t len_;
+    int advice_;
 };
 inline Madvise madvise(void* addr, std::uint32_t len, int advice) noexcept { return {addr, len, advice}; }
 
 /// IORING_OP_SYNC_FILE_RANGE (5.2), like sync_file_range(2): 0 or -errno.
 struct SyncFileRange : Op<SyncFileRange> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::sync_file_range;
-    SyncFileRange(FileRef fd, std::uint64_t off, std::uint32_t len, unsigned flags) noexcept : fd_(fd), off_(off), len_(len), flags_(flags) {}
+    SyncFileRange(FileRef fd, std::uint64_t off, std::uint32_t len, unsigned flags) noexcept
+        : fd_(fd), off_(off), len_(len), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_sync_file_range(s, fd_.raw(), len_, off_, static_cast<int>(flags_));
         fd_.apply(s);
     }
-    FileRef fd_; std::uint64_t off_; std::uint32_t len_; unsigned flags_;
+    FileRef fd_;
+    std::uint64_t off_;
+    std::uint32_t len_;
+    unsigned flags_;
 };
 inline SyncFileRange sync_file_range(FileRef fd, std::uint64_t offset, std::uint32_t nbytes, unsigned flags) noexcept {
     return {fd, offset, nbytes, flags};
@@ -210,7 +290,8 @@ struct Ftruncate : Op<Ftruncate> {
         prep_raw(s, opcode, fd_.raw(), 0, 0, len_);
         fd_.apply(s);
     }
-    FileRef fd_; std::uint64_t len_;
+    FileRef fd_;
+    std::uint64_t len_;
 };
 inline Ftruncate ftruncate(FileRef fd, std::uint64_t length) noexcept { return {fd, length}; }
 
@@ -231,13 +312,17 @@ inline void finish_splice(io_uring_sqe* s, FileRef in, FileRef out) noexcept {
 /// side must be a pipe, whose offset must be op::no_offset.
 struct Splice : Op<Splice> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::splice;
-    Splice(FileRef in, std::int64_t off_in, FileRef out, std::int64_t off_out, std::uint32_t len, unsigned flags) noexcept
+    Splice(FileRef in, std::int64_t off_in, FileRef out, std::int64_t off_out, std::uint32_t len,
+           unsigned flags) noexcept
         : in_(in), out_(out), off_in_(off_in), off_out_(off_out), len_(len), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_splice(s, in_.raw(), off_in_, out_.raw(), off_out_, len_, flags_);
         raw::finish_splice(s, in_, out_);
     }
-    FileRef in_, out_; std::int64_t off_in_, off_out_; std::uint32_t len_; unsigned flags_;
+    FileRef in_, out_;
+    std::int64_t off_in_, off_out_;
+    std::uint32_t len_;
+    unsigned flags_;
 };
 inline Splice splice(FileRef fd_in, std::int64_t off_in, FileRef fd_out, std::int64_t off_out, std::uint32_t len,
                      unsigned flags = 0) noexcept {
@@ -247,24 +332,33 @@ inline Splice splice(FileRef fd_in, std::int64_t off_in, FileRef fd_out, std::in
 /// IORING_OP_TEE (5.8), like tee(2) between two pipes: bytes duplicated or -errno.
 struct Tee : Op<Tee> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::tee;
-    Tee(FileRef in, FileRef out, std::uint32_t len, unsigned flags) noexcept : in_(in), out_(out), len_(len), flags_(flags) {}
+    Tee(FileRef in, FileRef out, std::uint32_t len, unsigned flags) noexcept
+        : in_(in), out_(out), len_(len), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_tee(s, in_.raw(), out_.raw(), len_, flags_);
         raw::finish_splice(s, in_, out_);
     }
-    FileRef in_, out_; std::uint32_t len_; unsigned flags_;
+    FileRef in_, out_;
+    std::uint32_t len_;
+    unsigned flags_;
 };
-inline Tee tee(FileRef fd_in, FileRef fd_out, std::uint32_t len, unsigned flags = 0) noexcept { return {fd_in, fd_out, len, flags}; }
+inline Tee tee(FileRef fd_in, FileRef fd_out, std::uint32_t len, unsigned flags = 0) noexcept {
+    return {fd_in, fd_out, len, flags};
+}
 
 /// IORING_OP_PROVIDE_BUFFERS (5.7): hands `nr` buffers of `len` bytes each, laid out back to
 /// back from `addr`, to buffer group `bgid` with ids bid, bid+1, ...: 0 or -errno.
 struct ProvideBuffers : Op<ProvideBuffers> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::provide_buffers;
-    ProvideBuffers(void* addr, int len, int nr, int bgid, int bid) noexcept : addr_(addr), len_(len), nr_(nr), bgid_(bgid), bid_(bid) {}
+    ProvideBuffers(void* addr, int len, int nr, int bgid, int bid) noexcept
+        : addr_(addr), len_(len), nr_(nr), bgid_(bgid), bid_(bid) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_provide_buffers(s, addr_, len_, nr_, bgid_, bid_); }
-    void* addr_; int len_, nr_, bgid_, bid_;
+    void* addr_;
+    int len_, nr_, bgid_, bid_;
 };
-inline ProvideBuffers provide_buffers(void* addr, int len, int nr, BufferGroup g, int bid) noexcept { return {addr, len, nr, g.id, bid}; }
+inline ProvideBuffers provide_buffers(void* addr, int len, int nr, BufferGroup g, int bid) noexcept {
+    return {addr, len, nr, g.id, bid};
+}
 
 /// IORING_OP_REMOVE_BUFFERS (5.7): takes up to `nr` buffers of group `bgid` back: the number
 /// removed, or -ENOENT when the group has none.

@@ -33,7 +33,9 @@ struct FutexWait : Op<FutexWait> {
     FutexWait(const void* addr, std::uint64_t val, std::uint64_t mask, std::uint32_t flags) noexcept
         : addr_(addr), val_(val), mask_(mask), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { raw::prep_futex(s, opcode, addr_, val_, mask_, flags_); }
-    const void* addr_; std::uint64_t val_, mask_; std::uint32_t flags_;
+    const void* addr_;
+    std::uint64_t val_, mask_;
+    std::uint32_t flags_;
 };
 inline FutexWait futex_wait(const std::uint32_t* addr, std::uint32_t val,
                             std::uint64_t mask = uring::compat::futex2::bitset_match_any,
@@ -49,7 +51,9 @@ struct FutexWake : Op<FutexWake> {
     FutexWake(const void* addr, std::uint64_t nr, std::uint64_t mask, std::uint32_t flags) noexcept
         : addr_(addr), nr_(nr), mask_(mask), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { raw::prep_futex(s, opcode, addr_, nr_, mask_, flags_); }
-    const void* addr_; std::uint64_t nr_, mask_; std::uint32_t flags_;
+    const void* addr_;
+    std::uint64_t nr_, mask_;
+    std::uint32_t flags_;
 };
 inline FutexWake futex_wake(const std::uint32_t* addr, std::uint64_t nr,
                             std::uint64_t mask = uring::compat::futex2::bitset_match_any,
@@ -64,8 +68,11 @@ inline FutexWake futex_wake(const std::uint32_t* addr, std::uint64_t nr,
 struct FutexWaitv : Op<FutexWaitv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::futex_waitv;
     FutexWaitv(const ::futex_waitv* v, unsigned nr) noexcept : v_(v), nr_(nr) {}
-    void prepare(io_uring_sqe* s) const noexcept { prep_raw(s, opcode, 0, reinterpret_cast<std::uint64_t>(v_), nr_, 0); }
-    const ::futex_waitv* v_; unsigned nr_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        prep_raw(s, opcode, 0, reinterpret_cast<std::uint64_t>(v_), nr_, 0);
+    }
+    const ::futex_waitv* v_;
+    unsigned nr_;
 };
 inline FutexWaitv futex_waitv(const ::futex_waitv* waiters, unsigned nr) noexcept { return {waiters, nr}; }
 

@@ -150,9 +150,13 @@ struct MsgRing : Op<MsgRing> {
         }
         ring_.apply(s);
     }
-    FileRef ring_; std::uint32_t value_; std::uint64_t ud_; std::uint32_t cqe_flags_;
+    FileRef ring_;
+    std::uint32_t value_;
+    std::uint64_t ud_;
+    std::uint32_t cqe_flags_;
 };
-inline MsgRing msg_ring(FileRef ring_fd, std::uint32_t value, std::uint64_t user_data, std::uint32_t cqe_flags = 0) noexcept {
+inline MsgRing msg_ring(FileRef ring_fd, std::uint32_t value, std::uint64_t user_data,
+                        std::uint32_t cqe_flags = 0) noexcept {
     return {ring_fd, value, user_data, cqe_flags};
 }
 /// Posts `value` to `box` (on whichever runtime owns it).
@@ -178,7 +182,10 @@ struct MsgRingFd : Op<MsgRingFd> {
             s->msg_ring_flags = uring::compat::msg_ring::cqe_skip;
         ring_.apply(s);
     }
-    FileRef ring_; unsigned src_, dst_; std::uint64_t ud_; bool skip_;
+    FileRef ring_;
+    unsigned src_, dst_;
+    std::uint64_t ud_;
+    bool skip_;
 };
 inline MsgRingFd msg_ring_fd(FileRef ring_fd, unsigned src_slot, unsigned dst_slot, std::uint64_t user_data = 0,
                              bool skip_target_cqe = false) noexcept {

@@ -44,7 +44,8 @@ inline void prep_recv_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, int 
 /// IORING_OP_RECVMSG with IORING_RECV_MULTISHOT (6.0): like prep_recv_multishot; each
 /// buffer starts with a struct io_uring_recvmsg_out laid out as `msg` describes (only its
 /// msg_namelen and msg_controllen are used).
-inline void prep_recvmsg_multishot(io_uring_sqe* s, FileRef fd, msghdr* msg, BufferGroup g, unsigned flags = 0) noexcept {
+inline void prep_recvmsg_multishot(io_uring_sqe* s, FileRef fd, msghdr* msg, BufferGroup g,
+                                   unsigned flags = 0) noexcept {
     io_uring_prep_recvmsg_multishot(s, fd.raw(), msg, flags);
     select_buffer(s, g);
     fd.apply(s);
@@ -65,7 +66,8 @@ inline void prep_read_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, unsi
 /// stops after that many expirations (the last without IORING_CQE_F_MORE), 0 repeats
 /// until removed (async_cancel or timeout_remove). `ts` must stay valid until the SQE is
 /// submitted. -EINVAL for a negative time or with IORING_TIMEOUT_ABS.
-inline void prep_timeout_multishot(io_uring_sqe* s, __kernel_timespec* ts, unsigned count = 0, unsigned flags = 0) noexcept {
+inline void prep_timeout_multishot(io_uring_sqe* s, __kernel_timespec* ts, unsigned count = 0,
+                                   unsigned flags = 0) noexcept {
     io_uring_prep_timeout(s, ts, count, flags | uring::compat::timeout_multishot);
 }
 

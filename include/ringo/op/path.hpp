@@ -13,11 +13,17 @@ namespace ringo::op {
 /// until the await ends.
 struct Openat : Op<Openat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::openat;
-    Openat(int dfd, const char* path, int flags, mode_t mode) noexcept : dfd_(dfd), path_(path), flags_(flags), mode_(mode) {}
+    Openat(int dfd, const char* path, int flags, mode_t mode) noexcept
+        : dfd_(dfd), path_(path), flags_(flags), mode_(mode) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_openat(s, dfd_, path_, flags_, mode_); }
-    int dfd_; const char* path_; int flags_; mode_t mode_;
+    int dfd_;
+    const char* path_;
+    int flags_;
+    mode_t mode_;
 };
-inline Openat openat(int dfd, const char* path, int flags, mode_t mode = 0) noexcept { return {dfd, path, flags, mode}; }
+inline Openat openat(int dfd, const char* path, int flags, mode_t mode = 0) noexcept {
+    return {dfd, path, flags, mode};
+}
 
 /// IORING_OP_OPENAT into the registered file table (5.15): opens `path` straight into slot
 /// `file_index` (or a free slot with op::alloc_slot) without a regular descriptor. The
@@ -32,7 +38,11 @@ struct OpenatDirect : Op<OpenatDirect> {
         io_uring_prep_openat(s, dfd_, path_, flags_, mode_);
         uring::compat::sqe_field::target_slot(s, slot_);
     }
-    int dfd_; const char* path_; int flags_; mode_t mode_; unsigned slot_;
+    int dfd_;
+    const char* path_;
+    int flags_;
+    mode_t mode_;
+    unsigned slot_;
 };
 inline OpenatDirect openat_direct(int dfd, const char* path, int flags, mode_t mode, unsigned file_index) noexcept {
     return {dfd, path, flags, mode, file_index};
@@ -49,7 +59,11 @@ struct Openat2 : Op<Openat2> {
         if (direct_)
             uring::compat::sqe_field::target_slot(s, slot_);
     }
-    int dfd_; const char* path_; open_how* how_; unsigned slot_; bool direct_;
+    int dfd_;
+    const char* path_;
+    open_how* how_;
+    unsigned slot_;
+    bool direct_;
 };
 inline Openat2 openat2(int dfd, const char* path, open_how* how) noexcept { return {dfd, path, how, 0, false}; }
 /// IORING_OP_OPENAT2 into the registered file table (5.15); results as openat_direct.
@@ -78,7 +92,11 @@ struct Statx : Op<Statx> {
     Statx(int dfd, const char* path, int flags, unsigned mask, struct statx* out) noexcept
         : dfd_(dfd), path_(path), flags_(flags), mask_(mask), out_(out) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_statx(s, dfd_, path_, flags_, mask_, out_); }
-    int dfd_; const char* path_; int flags_; unsigned mask_; struct statx* out_;
+    int dfd_;
+    const char* path_;
+    int flags_;
+    unsigned mask_;
+    struct statx* out_;
 };
 inline Statx statx(int dfd, const char* path, int flags, unsigned mask, struct statx* out) noexcept {
     return {dfd, path, flags, mask, out};
@@ -89,7 +107,9 @@ struct Unlinkat : Op<Unlinkat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::unlinkat;
     Unlinkat(int dfd, const char* path, int flags) noexcept : dfd_(dfd), path_(path), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_unlinkat(s, dfd_, path_, flags_); }
-    int dfd_; const char* path_; int flags_;
+    int dfd_;
+    const char* path_;
+    int flags_;
 };
 inline Unlinkat unlinkat(int dfd, const char* path, int flags = 0) noexcept { return {dfd, path, flags}; }
 
@@ -99,9 +119,13 @@ struct Renameat : Op<Renameat> {
     Renameat(int odfd, const char* oldpath, int ndfd, const char* newpath, unsigned flags) noexcept
         : odfd_(odfd), ndfd_(ndfd), old_(oldpath), new_(newpath), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_renameat(s, odfd_, old_, ndfd_, new_, flags_); }
-    int odfd_, ndfd_; const char* old_; const char* new_; unsigned flags_;
+    int odfd_, ndfd_;
+    const char* old_;
+    const char* new_;
+    unsigned flags_;
 };
-inline Renameat renameat(int olddfd, const char* oldpath, int newdfd, const char* newpath, unsigned flags = 0) noexcept {
+inline Renameat renameat(int olddfd, const char* oldpath, int newdfd, const char* newpath,
+                         unsigned flags = 0) noexcept {
     return {olddfd, oldpath, newdfd, newpath, flags};
 }
 
@@ -110,18 +134,25 @@ struct Mkdirat : Op<Mkdirat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::mkdirat;
     Mkdirat(int dfd, const char* path, mode_t mode) noexcept : dfd_(dfd), path_(path), mode_(mode) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_mkdirat(s, dfd_, path_, mode_); }
-    int dfd_; const char* path_; mode_t mode_;
+    int dfd_;
+    const char* path_;
+    mode_t mode_;
 };
 inline Mkdirat mkdirat(int dfd, const char* path, mode_t mode) noexcept { return {dfd, path, mode}; }
 
 /// IORING_OP_SYMLINKAT (5.15), like symlinkat(2): creates `linkpath` pointing at `target`.
 struct Symlinkat : Op<Symlinkat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::symlinkat;
-    Symlinkat(const char* target, int ndfd, const char* linkpath) noexcept : target_(target), ndfd_(ndfd), link_(linkpath) {}
+    Symlinkat(const char* target, int ndfd, const char* linkpath) noexcept
+        : target_(target), ndfd_(ndfd), link_(linkpath) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_symlinkat(s, target_, ndfd_, link_); }
-    const char* target_; int ndfd_; const char* link_;
+    const char* target_;
+    int ndfd_;
+    const char* link_;
 };
-inline Symlinkat symlinkat(const char* target, int newdirfd, const char* linkpath) noexcept { return {target, newdirfd, linkpath}; }
+inline Symlinkat symlinkat(const char* target, int newdirfd, const char* linkpath) noexcept {
+    return {target, newdirfd, linkpath};
+}
 
 /// IORING_OP_LINKAT (5.15), like linkat(2): 0 or -errno.
 struct Linkat : Op<Linkat> {
@@ -129,7 +160,10 @@ struct Linkat : Op<Linkat> {
     Linkat(int odfd, const char* oldpath, int ndfd, const char* newpath, int flags) noexcept
         : odfd_(odfd), ndfd_(ndfd), old_(oldpath), new_(newpath), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_linkat(s, odfd_, old_, ndfd_, new_, flags_); }
-    int odfd_, ndfd_; const char* old_; const char* new_; int flags_;
+    int odfd_, ndfd_;
+    const char* old_;
+    const char* new_;
+    int flags_;
 };
 inline Linkat linkat(int olddfd, const char* oldpath, int newdfd, const char* newpath, int flags = 0) noexcept {
     return {olddfd, oldpath, newdfd, newpath, flags};

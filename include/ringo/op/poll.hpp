@@ -14,8 +14,12 @@ namespace ringo::op {
 struct PollAdd : Op<PollAdd> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::poll_add;
     PollAdd(FileRef fd, unsigned events) noexcept : fd_(fd), events_(events) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_poll_add(s, fd_.raw(), events_); fd_.apply(s); }
-    FileRef fd_; unsigned events_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_poll_add(s, fd_.raw(), events_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    unsigned events_;
 };
 inline PollAdd poll_add(FileRef fd, unsigned events) noexcept { return {fd, events}; }
 
@@ -39,8 +43,11 @@ struct PollUpdate : Op<PollUpdate> {
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_poll_update(s, target_, 0, events_, uring::compat::poll_flag::update_events);
     }
-    std::uint64_t target_; unsigned events_;
+    std::uint64_t target_;
+    unsigned events_;
 };
-inline PollUpdate poll_update(std::uint64_t target_user_data, unsigned events) noexcept { return {target_user_data, events}; }
+inline PollUpdate poll_update(std::uint64_t target_user_data, unsigned events) noexcept {
+    return {target_user_data, events};
+}
 
 } // namespace ringo::op

@@ -14,14 +14,21 @@ namespace ringo::op {
 /// such child). `info` may be null.
 struct Waitid : Op<Waitid> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::waitid;
-    Waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) noexcept : idtype_(idtype), id_(id), info_(info), options_(options) {}
+    Waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) noexcept
+        : idtype_(idtype), id_(id), info_(info), options_(options) {}
     void prepare(io_uring_sqe* s) const noexcept {
         // fd = id, len = idtype, file_index = options, addr2 = infop
-        prep_raw(s, opcode, static_cast<int>(id_), 0, static_cast<std::uint32_t>(idtype_), reinterpret_cast<std::uint64_t>(info_));
+        prep_raw(s, opcode, static_cast<int>(id_), 0, static_cast<std::uint32_t>(idtype_),
+                 reinterpret_cast<std::uint64_t>(info_));
         s->file_index = static_cast<std::uint32_t>(options_);
     }
-    idtype_t idtype_; id_t id_; siginfo_t* info_; int options_;
+    idtype_t idtype_;
+    id_t id_;
+    siginfo_t* info_;
+    int options_;
 };
-inline Waitid waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) noexcept { return {idtype, id, info, options}; }
+inline Waitid waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) noexcept {
+    return {idtype, id, info, options};
+}
 
 } // namespace ringo::op

@@ -34,8 +34,8 @@ struct Node : ringo::detail::Completion {
     std::coroutine_handle<> sender{}; // the coroutine awaiting the first CQE
     int* res_out = nullptr;           // the awaitable's result fields, valid until the first CQE
     std::uint32_t* flags_out = nullptr;
-    ZcTracker* owner = nullptr;       // null once the tracker is destroyed
-    Node* prev = nullptr;             // the tracker's list of buffers the kernel holds
+    ZcTracker* owner = nullptr; // null once the tracker is destroyed
+    Node* prev = nullptr;       // the tracker's list of buffers the kernel holds
     Node* next = nullptr;
     void (*on_release)(void* arg, int notif_res) = nullptr;
     void* arg = nullptr;
@@ -208,8 +208,8 @@ public:
         static_cast<Derived*>(this)->prepare(sqe);
         if (sqe_flags_)
             sqe->flags |= sqe_flags_;
-        sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<ringo::detail::Completion*>(n)) |
-                         ringo::detail::tag_completion;
+        sqe->user_data =
+            reinterpret_cast<std::uint64_t>(static_cast<ringo::detail::Completion*>(n)) | ringo::detail::tag_completion;
         rt->op_started();
         if (ctx) {
             waitable_.user_data = sqe->user_data;
@@ -225,8 +225,14 @@ public:
     }
     /// The first CQE's flags (IORING_CQE_F_MORE when a notification follows).
     [[nodiscard]] std::uint32_t result_flags() const noexcept { return flags_; }
-    Derived& with_sqe_flags(std::uint8_t f) & noexcept { sqe_flags_ |= f; return static_cast<Derived&>(*this); }
-    Derived&& with_sqe_flags(std::uint8_t f) && noexcept { sqe_flags_ |= f; return static_cast<Derived&&>(*this); }
+    Derived& with_sqe_flags(std::uint8_t f) & noexcept {
+        sqe_flags_ |= f;
+        return static_cast<Derived&>(*this);
+    }
+    Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
+        sqe_flags_ |= f;
+        return static_cast<Derived&&>(*this);
+    }
 
 private:
     struct CancelWaitable : ringo::detail::Waitable {
@@ -250,9 +256,10 @@ private:
 /// poll_first). Keep `buf` untouched until `tracker` releases it.
 struct SendZc : ZcOp<SendZc> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send_zc;
-    SendZc(FileRef fd, const void* buf, std::size_t len, int flags, unsigned zc_flags, ZcTracker& t, const sockaddr* addr,
-           socklen_t alen, int buf_index) noexcept
-        : ZcOp(t), fd_(fd), buf_(buf), len_(len), flags_(flags), zc_flags_(zc_flags), addr_(addr), alen_(alen), buf_index_(buf_index) {}
+    SendZc(FileRef fd, const void* buf, std::size_t len, int flags, unsigned zc_flags, ZcTracker& t,
+           const sockaddr* addr, socklen_t alen, int buf_index) noexcept
+        : ZcOp(t), fd_(fd), buf_(buf), len_(len), flags_(flags), zc_flags_(zc_flags), addr_(addr), alen_(alen),
+          buf_index_(buf_index) {}
     void prepare(io_uring_sqe* s) const noexcept {
         if (buf_index_ >= 0)
             io_uring_prep_send_zc_fixed(s, fd_.raw(), buf_, len_, flags_, zc_flags_, static_cast<unsigned>(buf_index_));
@@ -262,10 +269,17 @@ struct SendZc : ZcOp<SendZc> {
             io_uring_prep_send_set_addr(s, addr_, static_cast<std::uint16_t>(alen_));
         fd_.apply(s);
     }
-    FileRef fd_; const void* buf_; std::size_t len_; int flags_; unsigned zc_flags_; const sockaddr* addr_; socklen_t alen_;
+    FileRef fd_;
+    const void* buf_;
+    std::size_t len_;
+    int flags_;
+    unsigned zc_flags_;
+    const sockaddr* addr_;
+    socklen_t alen_;
     int buf_index_;
 };
-inline SendZc send_zc(FileRef fd, const void* buf, std::size_t len, ZcTracker& tracker, int flags = 0, unsigned zc_flags = 0) noexcept {
+inline SendZc send_zc(FileRef fd, const void* buf, std::size_t len, ZcTracker& tracker, int flags = 0,
+                      unsigned zc_flags = 0) noexcept {
     return {fd, buf, len, flags, zc_flags, tracker, nullptr, 0, -1};
 }
 /// IORING_OP_SEND_ZC from registered buffer `buf_index` (6.0); [buf, buf+len) must lie in it.
@@ -274,8 +288,8 @@ inline SendZc send_zc_fixed(FileRef fd, const void* buf, std::size_t len, unsign
     return {fd, buf, len, flags, zc_flags, tracker, nullptr, 0, static_cast<int>(buf_index)};
 }
 /// IORING_OP_SEND_ZC with a destination address (6.0), like sendto(2).
-inline SendZc sendto_zc(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr, socklen_t addrlen,
-                        ZcTracker& tracker, unsigned zc_flags = 0) noexcept {
+inline SendZc sendto_zc(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr,
+                        socklen_t addrlen, ZcTracker& tracker, unsigned zc_flags = 0) noexcept {
     return {fd, buf, len, flags, zc_flags, tracker, addr, addrlen, -1};
 }
 
@@ -283,9 +297,15 @@ inline SendZc sendto_zc(FileRef fd, const void* buf, std::size_t len, int flags,
 /// The iovec buffers stay lent until `tracker` releases them.
 struct SendmsgZc : ZcOp<SendmsgZc> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::sendmsg_zc;
-    SendmsgZc(FileRef fd, const msghdr* msg, unsigned flags, ZcTracker& t) noexcept : ZcOp(t), fd_(fd), msg_(msg), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_sendmsg_zc(s, fd_.raw(), msg_, flags_); fd_.apply(s); }
-    FileRef fd_; const msghdr* msg_; unsigned flags_;
+    SendmsgZc(FileRef fd, const msghdr* msg, unsigned flags, ZcTracker& t) noexcept
+        : ZcOp(t), fd_(fd), msg_(msg), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_sendmsg_zc(s, fd_.raw(), msg_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const msghdr* msg_;
+    unsigned flags_;
 };
 inline SendmsgZc sendmsg_zc(FileRef fd, const msghdr* msg, ZcTracker& tracker, unsigned flags = 0) noexcept {
     return {fd, msg, flags, tracker};

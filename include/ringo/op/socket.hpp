@@ -11,11 +11,15 @@ namespace ringo::op {
 /// IORING_OP_SOCKET (5.19), like socket(2): the new fd or -errno.
 struct Socket : Op<Socket> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::socket;
-    Socket(int domain, int type, int protocol, unsigned flags) noexcept : domain_(domain), type_(type), protocol_(protocol), flags_(flags) {}
+    Socket(int domain, int type, int protocol, unsigned flags) noexcept
+        : domain_(domain), type_(type), protocol_(protocol), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_socket(s, domain_, type_, protocol_, flags_); }
-    int domain_, type_, protocol_; unsigned flags_;
+    int domain_, type_, protocol_;
+    unsigned flags_;
 };
-inline Socket socket(int domain, int type, int protocol = 0, unsigned flags = 0) noexcept { return {domain, type, protocol, flags}; }
+inline Socket socket(int domain, int type, int protocol = 0, unsigned flags = 0) noexcept {
+    return {domain, type, protocol, flags};
+}
 
 /// IORING_OP_SOCKET into the registered file table (5.19): 0 for a chosen slot, the slot
 /// with op::alloc_slot, or -errno (-ENFILE: no free slot, -ENXIO: no table).
@@ -27,9 +31,11 @@ struct SocketDirect : Op<SocketDirect> {
         io_uring_prep_socket(s, domain_, type_, protocol_, flags_);
         uring::compat::sqe_field::target_slot(s, slot_);
     }
-    int domain_, type_, protocol_; unsigned slot_, flags_;
+    int domain_, type_, protocol_;
+    unsigned slot_, flags_;
 };
-inline SocketDirect socket_direct(int domain, int type, int protocol, unsigned file_index, unsigned flags = 0) noexcept {
+inline SocketDirect socket_direct(int domain, int type, int protocol, unsigned file_index,
+                                  unsigned flags = 0) noexcept {
     return {domain, type, protocol, file_index, flags};
 }
 
@@ -41,7 +47,9 @@ struct Bind : Op<Bind> {
         prep_raw(s, opcode, fd_.raw(), reinterpret_cast<std::uint64_t>(addr_), 0, len_); // addr2 = addrlen
         fd_.apply(s);
     }
-    FileRef fd_; const sockaddr* addr_; socklen_t len_;
+    FileRef fd_;
+    const sockaddr* addr_;
+    socklen_t len_;
 };
 inline Bind bind(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
@@ -53,7 +61,8 @@ struct Listen : Op<Listen> {
         prep_raw(s, opcode, fd_.raw(), 0, static_cast<std::uint32_t>(backlog_), 0);
         fd_.apply(s);
     }
-    FileRef fd_; int backlog_;
+    FileRef fd_;
+    int backlog_;
 };
 inline Listen listen(FileRef fd, int backlog) noexcept { return {fd, backlog}; }
 
@@ -62,17 +71,29 @@ inline Listen listen(FileRef fd, int backlog) noexcept { return {fd, backlog}; }
 struct Connect : Op<Connect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::connect;
     Connect(FileRef fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_connect(s, fd_.raw(), addr_, len_); fd_.apply(s); }
-    FileRef fd_; const sockaddr* addr_; socklen_t len_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_connect(s, fd_.raw(), addr_, len_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const sockaddr* addr_;
+    socklen_t len_;
 };
 inline Connect connect(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
 /// IORING_OP_ACCEPT (5.5), like accept4(2): the new fd or -errno. `addr`/`addrlen` may be null.
 struct Accept : Op<Accept> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::accept;
-    Accept(FileRef fd, sockaddr* addr, socklen_t* len, int flags) noexcept : fd_(fd), addr_(addr), len_(len), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_accept(s, fd_.raw(), addr_, len_, flags_); fd_.apply(s); }
-    FileRef fd_; sockaddr* addr_; socklen_t* len_; int flags_;
+    Accept(FileRef fd, sockaddr* addr, socklen_t* len, int flags) noexcept
+        : fd_(fd), addr_(addr), len_(len), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_accept(s, fd_.raw(), addr_, len_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    sockaddr* addr_;
+    socklen_t* len_;
+    int flags_;
 };
 inline Accept accept(FileRef fd, sockaddr* addr = nullptr, socklen_t* addrlen = nullptr, int flags = 0) noexcept {
     return {fd, addr, addrlen, flags};
@@ -89,18 +110,30 @@ struct AcceptDirect : Op<AcceptDirect> {
         uring::compat::sqe_field::target_slot(s, slot_);
         fd_.apply(s);
     }
-    FileRef fd_; sockaddr* addr_; socklen_t* len_; int flags_; unsigned slot_;
+    FileRef fd_;
+    sockaddr* addr_;
+    socklen_t* len_;
+    int flags_;
+    unsigned slot_;
 };
-inline AcceptDirect accept_direct(FileRef fd, sockaddr* addr, socklen_t* addrlen, int flags, unsigned file_index) noexcept {
+inline AcceptDirect accept_direct(FileRef fd, sockaddr* addr, socklen_t* addrlen, int flags,
+                                  unsigned file_index) noexcept {
     return {fd, addr, addrlen, flags, file_index};
 }
 
 /// IORING_OP_SEND (5.6), like send(2): bytes sent or -errno.
 struct Send : Op<Send> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send;
-    Send(FileRef fd, const void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_send(s, fd_.raw(), buf_, len_, flags_); fd_.apply(s); }
-    FileRef fd_; const void* buf_; std::size_t len_; int flags_;
+    Send(FileRef fd, const void* buf, std::size_t len, int flags) noexcept
+        : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_send(s, fd_.raw(), buf_, len_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const void* buf_;
+    std::size_t len_;
+    int flags_;
 };
 inline Send send(FileRef fd, const void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
 
@@ -114,9 +147,15 @@ struct Sendto : Op<Sendto> {
         io_uring_prep_send_set_addr(s, addr_, static_cast<std::uint16_t>(alen_));
         fd_.apply(s);
     }
-    FileRef fd_; const void* buf_; std::size_t len_; int flags_; const sockaddr* addr_; socklen_t alen_;
+    FileRef fd_;
+    const void* buf_;
+    std::size_t len_;
+    int flags_;
+    const sockaddr* addr_;
+    socklen_t alen_;
 };
-inline Sendto sendto(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr, socklen_t addrlen) noexcept {
+inline Sendto sendto(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr,
+                     socklen_t addrlen) noexcept {
     return {fd, buf, len, flags, addr, addrlen};
 }
 
@@ -125,8 +164,13 @@ inline Sendto sendto(FileRef fd, const void* buf, std::size_t len, int flags, co
 struct Sendmsg : Op<Sendmsg> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::sendmsg;
     Sendmsg(FileRef fd, const msghdr* msg, unsigned flags) noexcept : fd_(fd), msg_(msg), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_sendmsg(s, fd_.raw(), msg_, flags_); fd_.apply(s); }
-    FileRef fd_; const msghdr* msg_; unsigned flags_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_sendmsg(s, fd_.raw(), msg_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    const msghdr* msg_;
+    unsigned flags_;
 };
 inline Sendmsg sendmsg(FileRef fd, const msghdr* msg, unsigned flags = 0) noexcept { return {fd, msg, flags}; }
 
@@ -134,8 +178,14 @@ inline Sendmsg sendmsg(FileRef fd, const msghdr* msg, unsigned flags = 0) noexce
 struct Recv : Op<Recv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
     Recv(FileRef fd, void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_recv(s, fd_.raw(), buf_, len_, flags_); fd_.apply(s); }
-    FileRef fd_; void* buf_; std::size_t len_; int flags_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_recv(s, fd_.raw(), buf_, len_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    void* buf_;
+    std::size_t len_;
+    int flags_;
 };
 inline Recv recv(FileRef fd, void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
 
@@ -143,22 +193,33 @@ inline Recv recv(FileRef fd, void* buf, std::size_t len, int flags = 0) noexcept
 /// `buffer_id(op.result_flags())` names it. -ENOBUFS when the group is empty.
 struct RecvSelect : Op<RecvSelect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
-    RecvSelect(FileRef fd, BufferGroup g, std::size_t len, int flags) noexcept : fd_(fd), g_(g), len_(len), flags_(flags) {}
+    RecvSelect(FileRef fd, BufferGroup g, std::size_t len, int flags) noexcept
+        : fd_(fd), g_(g), len_(len), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_recv(s, fd_.raw(), nullptr, len_, flags_);
         raw::select_buffer(s, g_);
         fd_.apply(s);
     }
-    FileRef fd_; BufferGroup g_; std::size_t len_; int flags_;
+    FileRef fd_;
+    BufferGroup g_;
+    std::size_t len_;
+    int flags_;
 };
-inline RecvSelect recv(FileRef fd, BufferGroup g, std::size_t len, int flags = 0) noexcept { return {fd, g, len, flags}; }
+inline RecvSelect recv(FileRef fd, BufferGroup g, std::size_t len, int flags = 0) noexcept {
+    return {fd, g, len, flags};
+}
 
 /// IORING_OP_RECVMSG (5.3), like recvmsg(2): bytes received or -errno; fills `*msg`.
 struct Recvmsg : Op<Recvmsg> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recvmsg;
     Recvmsg(FileRef fd, msghdr* msg, unsigned flags) noexcept : fd_(fd), msg_(msg), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_recvmsg(s, fd_.raw(), msg_, flags_); fd_.apply(s); }
-    FileRef fd_; msghdr* msg_; unsigned flags_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_recvmsg(s, fd_.raw(), msg_, flags_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    msghdr* msg_;
+    unsigned flags_;
 };
 inline Recvmsg recvmsg(FileRef fd, msghdr* msg, unsigned flags = 0) noexcept { return {fd, msg, flags}; }
 
@@ -166,8 +227,12 @@ inline Recvmsg recvmsg(FileRef fd, msghdr* msg, unsigned flags = 0) noexcept { r
 struct Shutdown : Op<Shutdown> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::shutdown;
     Shutdown(FileRef fd, int how) noexcept : fd_(fd), how_(how) {}
-    void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_shutdown(s, fd_.raw(), how_); fd_.apply(s); }
-    FileRef fd_; int how_;
+    void prepare(io_uring_sqe* s) const noexcept {
+        io_uring_prep_shutdown(s, fd_.raw(), how_);
+        fd_.apply(s);
+    }
+    FileRef fd_;
+    int how_;
 };
 inline Shutdown shutdown(FileRef fd, int how) noexcept { return {fd, how}; }
 

@@ -26,9 +26,13 @@ struct Timeout : Op<Timeout> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout;
     Timeout(__kernel_timespec ts, unsigned count, unsigned flags) noexcept : ts_(ts), count_(count), flags_(flags) {}
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_timeout(s, &ts_, count_, flags_); }
-    __kernel_timespec ts_; unsigned count_; unsigned flags_;
+    __kernel_timespec ts_;
+    unsigned count_;
+    unsigned flags_;
 };
-inline Timeout timeout(__kernel_timespec ts, unsigned count = 0, unsigned flags = 0) noexcept { return {ts, count, flags}; }
+inline Timeout timeout(__kernel_timespec ts, unsigned count = 0, unsigned flags = 0) noexcept {
+    return {ts, count, flags};
+}
 template <class Rep, class Period>
 Timeout timeout(std::chrono::duration<Rep, Period> d, unsigned count = 0, unsigned flags = 0) noexcept {
     return {to_timespec(d), count, flags};
@@ -41,24 +45,31 @@ struct TimeoutRemove : Op<TimeoutRemove> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
     TimeoutRemove(std::uint64_t target, unsigned flags) noexcept : target_(target), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_timeout_remove(s, target_, flags_); }
-    std::uint64_t target_; unsigned flags_;
+    std::uint64_t target_;
+    unsigned flags_;
 };
-inline TimeoutRemove timeout_remove(std::uint64_t target_user_data, unsigned flags = 0) noexcept { return {target_user_data, flags}; }
+inline TimeoutRemove timeout_remove(std::uint64_t target_user_data, unsigned flags = 0) noexcept {
+    return {target_user_data, flags};
+}
 
 /// IORING_OP_TIMEOUT_REMOVE with IORING_TIMEOUT_UPDATE (5.11): re-arms the timeout `target`
 /// to expire after `ts` (absolute with timeout_abs): 0 or -ENOENT. With
 /// uring::compat::link_timeout_update in `flags` it updates a link_timeout instead.
 struct TimeoutUpdate : Op<TimeoutUpdate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
-    TimeoutUpdate(std::uint64_t target, __kernel_timespec ts, unsigned flags) noexcept : target_(target), ts_(ts), flags_(flags) {}
+    TimeoutUpdate(std::uint64_t target, __kernel_timespec ts, unsigned flags) noexcept
+        : target_(target), ts_(ts), flags_(flags) {}
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_timeout_update(s, &ts_, target_, flags_); }
-    std::uint64_t target_; __kernel_timespec ts_; unsigned flags_;
+    std::uint64_t target_;
+    __kernel_timespec ts_;
+    unsigned flags_;
 };
 inline TimeoutUpdate timeout_update(std::uint64_t target_user_data, __kernel_timespec ts, unsigned flags = 0) noexcept {
     return {target_user_data, ts, flags};
 }
 template <class Rep, class Period>
-TimeoutUpdate timeout_update(std::uint64_t target_user_data, std::chrono::duration<Rep, Period> d, unsigned flags = 0) noexcept {
+TimeoutUpdate timeout_update(std::uint64_t target_user_data, std::chrono::duration<Rep, Period> d,
+                             unsigned flags = 0) noexcept {
     return {target_user_data, to_timespec(d), flags};
 }
 
@@ -71,7 +82,8 @@ struct LinkTimeout : Op<LinkTimeout> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::link_timeout;
     LinkTimeout(__kernel_timespec ts, unsigned flags) noexcept : ts_(ts), flags_(flags) {}
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_link_timeout(s, &ts_, flags_); }
-    __kernel_timespec ts_; unsigned flags_;
+    __kernel_timespec ts_;
+    unsigned flags_;
 };
 inline LinkTimeout link_timeout(__kernel_timespec ts, unsigned flags = 0) noexcept { return {ts, flags}; }
 template <class Rep, class Period>

@@ -17,7 +17,10 @@ struct Getxattr : Op<Getxattr> {
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_getxattr(s, name_, static_cast<char*>(value_), path_, size_);
     }
-    const char* path_; const char* name_; void* value_; unsigned size_;
+    const char* path_;
+    const char* name_;
+    void* value_;
+    unsigned size_;
 };
 inline Getxattr getxattr(const char* path, const char* name, void* value, std::size_t size) noexcept {
     return {path, name, value, size};
@@ -31,9 +34,14 @@ struct Setxattr : Op<Setxattr> {
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_setxattr(s, name_, static_cast<const char*>(value_), path_, flags_, size_);
     }
-    const char* path_; const char* name_; const void* value_; unsigned size_; int flags_;
+    const char* path_;
+    const char* name_;
+    const void* value_;
+    unsigned size_;
+    int flags_;
 };
-inline Setxattr setxattr(const char* path, const char* name, const void* value, std::size_t size, int flags = 0) noexcept {
+inline Setxattr setxattr(const char* path, const char* name, const void* value, std::size_t size,
+                         int flags = 0) noexcept {
     return {path, name, value, size, flags};
 }
 
@@ -46,7 +54,10 @@ struct Fgetxattr : Op<Fgetxattr> {
         io_uring_prep_fgetxattr(s, fd_.raw(), name_, static_cast<char*>(value_), size_);
         fd_.apply(s);
     }
-    FileRef fd_; const char* name_; void* value_; unsigned size_;
+    FileRef fd_;
+    const char* name_;
+    void* value_;
+    unsigned size_;
 };
 inline Fgetxattr fgetxattr(FileRef fd, const char* name, void* value, std::size_t size) noexcept {
     return {fd, name, value, size};
@@ -61,7 +72,11 @@ struct Fsetxattr : Op<Fsetxattr> {
         io_uring_prep_fsetxattr(s, fd_.raw(), name_, static_cast<const char*>(value_), flags_, size_);
         fd_.apply(s);
     }
-    FileRef fd_; const char* name_; const void* value_; unsigned size_; int flags_;
+    FileRef fd_;
+    const char* name_;
+    const void* value_;
+    unsigned size_;
+    int flags_;
 };
 inline Fsetxattr fsetxattr(FileRef fd, const char* name, const void* value, std::size_t size, int flags = 0) noexcept {
     return {fd, name, value, size, flags};

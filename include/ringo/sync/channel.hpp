@@ -57,8 +57,7 @@ struct ChanSendNode : WaitNode {
 /// under the channel's lock).
 template <class T>
 class Channel {
-    static_assert(std::is_nothrow_move_constructible_v<T>,
-                  "ringo::Channel<T>: T must be nothrow move constructible");
+    static_assert(std::is_nothrow_move_constructible_v<T>, "ringo::Channel<T>: T must be nothrow move constructible");
     static_assert(std::is_nothrow_destructible_v<T>, "ringo::Channel<T>: T must be nothrow destructible");
     using RecvNode = detail::ChanRecvNode<T>;
     using SendNode = detail::ChanSendNode<T>;
@@ -125,7 +124,8 @@ public:
             }
             this->cancel_fn = &this->cancel_unlinking;
             this->ctx = c;
-            this->suspend_in(ch.send_waiters_, h, "ringo: Channel::send would wait outside a runtime; use send_blocking");
+            this->suspend_in(ch.send_waiters_, h,
+                             "ringo: Channel::send would wait outside a runtime; use send_blocking");
             return true;
         }
         Channel* ch_;
@@ -175,7 +175,8 @@ public:
                 return false;
             this->cancel_fn = &this->cancel_unlinking;
             this->ctx = c;
-            this->suspend_in(ch.recv_waiters_, h, "ringo: Channel::recv would wait outside a runtime; use recv_blocking");
+            this->suspend_in(ch.recv_waiters_, h,
+                             "ringo: Channel::recv would wait outside a runtime; use recv_blocking");
             return true;
         }
         Channel* ch_;

@@ -97,10 +97,10 @@ inline constexpr std::uint32_t sqe128 = 1u << 10;
 inline constexpr std::uint32_t cqe32 = 1u << 11;
 inline constexpr std::uint32_t single_issuer = 1u << 12;
 inline constexpr std::uint32_t defer_taskrun = 1u << 13;
-inline constexpr std::uint32_t no_mmap = 1u << 14;        // 6.5
+inline constexpr std::uint32_t no_mmap = 1u << 14;            // 6.5
 inline constexpr std::uint32_t registered_fd_only = 1u << 15; // 6.5
-inline constexpr std::uint32_t no_sqarray = 1u << 16;     // 6.6
-inline constexpr std::uint32_t hybrid_iopoll = 1u << 17;  // 6.13
+inline constexpr std::uint32_t no_sqarray = 1u << 16;         // 6.6
+inline constexpr std::uint32_t hybrid_iopoll = 1u << 17;      // 6.13
 } // namespace setup
 
 // Feature bits reported in io_uring_params::features (IORING_FEAT_*).
@@ -118,11 +118,11 @@ inline constexpr std::uint32_t native_workers = 1u << 9;
 inline constexpr std::uint32_t rsrc_tags = 1u << 10;
 inline constexpr std::uint32_t cqe_skip = 1u << 11;
 inline constexpr std::uint32_t linked_file = 1u << 12;
-inline constexpr std::uint32_t reg_reg_ring = 1u << 13;   // 6.3
+inline constexpr std::uint32_t reg_reg_ring = 1u << 13;    // 6.3
 inline constexpr std::uint32_t recvsend_bundle = 1u << 14; // 6.10
-inline constexpr std::uint32_t min_timeout = 1u << 15;    // 6.12
-inline constexpr std::uint32_t rw_attr = 1u << 16;        // 6.14
-inline constexpr std::uint32_t no_iowait = 1u << 17;      // 6.15
+inline constexpr std::uint32_t min_timeout = 1u << 15;     // 6.12
+inline constexpr std::uint32_t rw_attr = 1u << 16;         // 6.14
+inline constexpr std::uint32_t no_iowait = 1u << 17;       // 6.15
 } // namespace feat
 
 // io_uring_enter() flags.
@@ -214,8 +214,8 @@ inline constexpr std::uint32_t async_cancel_op = 1u << 5;       // 6.6
 
 // IORING_OP_MSG_RING: the command in sqe->addr and the flags in sqe->msg_ring_flags.
 namespace msg_ring {
-inline constexpr std::uint64_t cmd_data = 0;    // IORING_MSG_DATA
-inline constexpr std::uint64_t cmd_send_fd = 1; // IORING_MSG_SEND_FD (6.0)
+inline constexpr std::uint64_t cmd_data = 0;         // IORING_MSG_DATA
+inline constexpr std::uint64_t cmd_send_fd = 1;      // IORING_MSG_SEND_FD (6.0)
 inline constexpr std::uint32_t cqe_skip = 1u << 0;   // IORING_MSG_RING_CQE_SKIP (6.0)
 inline constexpr std::uint32_t flags_pass = 1u << 1; // IORING_MSG_RING_FLAGS_PASS (6.3)
 } // namespace msg_ring
@@ -265,7 +265,9 @@ namespace sqe_field {
 /// The per-opcode 32-bit flag word (rw_flags in 2.3): waitid_flags, futex_flags,
 /// install_fd_flags, nop_flags, pipe_flags.
 template <class Sqe>
-void op_flags(Sqe* s, std::uint32_t v) noexcept { s->rw_flags = static_cast<decltype(s->rw_flags)>(v); }
+void op_flags(Sqe* s, std::uint32_t v) noexcept {
+    s->rw_flags = static_cast<decltype(s->rw_flags)>(v);
+}
 /// Socket commands: `level` and `optname` overlay the two halves of `addr`.
 template <class Sqe>
 void sock_level_optname(Sqe* s, std::uint32_t level, std::uint32_t optname) noexcept {

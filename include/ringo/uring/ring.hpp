@@ -214,7 +214,7 @@ private:
 #if RINGO_POISON_SQES
         __builtin_memset(b + 1, 0, 3); // flags, ioprio (the opcode stays poison)
 #else
-        __builtin_memset(b, 0, 4);     // flags, ioprio; and the opcode, which every preparation sets
+        __builtin_memset(b, 0, 4); // flags, ioprio; and the opcode, which every preparation sets
 #endif
         __builtin_memset(b + 28, 0, 4);  // rw_flags and the other per-opcode flag words
         __builtin_memset(b + 40, 0, 24); // buf_index, personality, file_index, addr3, __pad2

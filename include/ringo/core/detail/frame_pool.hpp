@@ -41,7 +41,7 @@ struct FramePool {
         Node* next;
     };
     Node* heads[classes];
-    char* bump;     // the unused rest of the current chunk
+    char* bump; // the unused rest of the current chunk
     char* bump_end;
     std::size_t next_chunk; // bytes of the next chunk to map
     bool cleanup_registered;

@@ -11,8 +11,12 @@ namespace ringo::detail {
 /// A FIFO of coroutine handles: a power-of-two ring buffer that grows.
 class RunQueue {
 public:
-    RunQueue() { buf_ = static_cast<void**>(std::malloc(sizeof(void*) * 1024)); mask_ = 1023;
-                 if (!buf_) throw std::bad_alloc(); }
+    RunQueue() {
+        buf_ = static_cast<void**>(std::malloc(sizeof(void*) * 1024));
+        mask_ = 1023;
+        if (!buf_)
+            throw std::bad_alloc();
+    }
     ~RunQueue() { std::free(buf_); }
     RunQueue(const RunQueue&) = delete;
     RunQueue& operator=(const RunQueue&) = delete;
@@ -25,9 +29,7 @@ public:
             grow();
         buf_[tail_++ & mask_] = h.address();
     }
-    std::coroutine_handle<> pop() noexcept {
-        return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]);
-    }
+    std::coroutine_handle<> pop() noexcept { return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]); }
     /// Pushes `h` at the back and pops the front: the next task, or `h` itself when the
     /// queue was empty. Never grows.
     std::coroutine_handle<> rotate(std::coroutine_handle<> h) noexcept {

@@ -14,8 +14,8 @@ std::uint64_t now_ns() noexcept;
 /// nearest deadline (as the timeout of the io_uring_enter that waits), so any number of
 /// pending timers costs no kernel object at all.
 struct TimerEntry {
-    std::uint64_t deadline = 0;                 ///< CLOCK_MONOTONIC ns
-    std::size_t index = static_cast<std::size_t>(-1); ///< position in the heap; -1: not armed
+    std::uint64_t deadline = 0;                        ///< CLOCK_MONOTONIC ns
+    std::size_t index = static_cast<std::size_t>(-1);  ///< position in the heap; -1: not armed
     void (*fire)(TimerEntry* self) noexcept = nullptr; ///< runs on the loop; must not resume inline
     [[nodiscard]] bool armed() const noexcept { return index != static_cast<std::size_t>(-1); }
 };
@@ -32,7 +32,10 @@ public:
 private:
     void sift_up(std::size_t i) noexcept;
     void sift_down(std::size_t i) noexcept;
-    void place(std::size_t i, TimerEntry* t) noexcept { v_[i] = t; t->index = i; }
+    void place(std::size_t i, TimerEntry* t) noexcept {
+        v_[i] = t;
+        t->index = i;
+    }
     std::vector<TimerEntry*> v_;
 };
 

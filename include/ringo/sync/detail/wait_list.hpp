@@ -186,8 +186,8 @@ inline void check_blocking_allowed(const char* what) {
 /// frame is destroyed mid-wait (its runtime was torn down).
 struct WaitNode : SyncWaiter {
     SpinLock* lock;
-    WaitList* list;  // the list it was linked into
-    CancelCtx* ctx;  // set by the awaiter before registered()
+    WaitList* list; // the list it was linked into
+    CancelCtx* ctx; // set by the awaiter before registered()
     bool suspended = false;
 
     explicit WaitNode(SpinLock& l) noexcept : lock(&l) {}
