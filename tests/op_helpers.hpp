@@ -55,6 +55,12 @@ private:
     int fd_ = -1;
 };
 
+// Awaits an operation that lives in the caller's frame (so the caller can name it).
+template <class O>
+ringo::Task<int> await_ref(O& o) {
+    co_return co_await o;
+}
+
 /// A descriptor number that is certainly not open.
 inline int closed_fd() {
     int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

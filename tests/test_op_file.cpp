@@ -476,4 +476,129 @@ TEST_F(FileOp, ReadFixedOnIopollRing) {
     rt.block_on([&]() -> Task<void> { EXPECT_EQ(co_await op::read_fixed(fd, b.p, 4096, 0, 0), 4096); }());
 }
 
+struct FileOps : ::testing::Test {
+    ringo_test::TempDir dir;
+};
+
+TEST_F(FileOps, WriteThenReadBack) {
+    std::string path = dir.file("a");
+    auto r = run([&]() -> Task<std::string> {
+        int fd = co_await op::openat(AT_FDCWD, path.c_str(), O_CREAT | O_RDWR | O_TRUNC, 0644);
+        EXPECT_GE(fd, 0);
+        const char msg[] = "hello ringo";
+        EXPECT_EQ(co_await op::write(fd, msg, sizeof msg - 1, 0), static_cast<int>(sizeof msg - 1));
+        char buf[64] = {};
+        int n = co_await op::read(fd, buf, sizeof buf, 0);
+        EXPECT_EQ(n, static_cast<int>(sizeof msg - 1));
+        EXPECT_EQ(co_await op::read(fd, buf, sizeof buf, 1000), 0); // past EOF
+        EXPECT_EQ(co_await op::close(fd), 0);
+        co_return std::string(buf, n > 0 ? n : 0);
+    });
+    EXPECT_EQ(r, "hello ringo");
+}
+
+TEST_F(FileOps, ReadAtCurrentPosition) {
+    std::string path = dir.file("pos");
+    {
+        int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0644);
+        ASSERT_EQ(::write(fd, "abcdef", 6), 6);
+        ::close(fd);
+    }
+    auto r = run([&]() -> Task<std::string> {
+        int fd = co_await op::openat(AT_FDCWD, path.c_str(), O_RDONLY);
+        char a[3], b[3];
+        EXPECT_EQ(co_await op::read(fd, a, 3, op::current_pos), 3);
+        EXPECT_EQ(co_await op::read(fd, b, 3, op::current_pos), 3);
+        co_await op::close(fd);
+        co_return std::string(a, 3) + "|" + std::string(b, 3);
+    });
+    EXPECT_EQ(r, "abc|def");
+}
+
+TEST_F(FileOps, VectoredWriteAndRead) {
+    std::string path = dir.file("v");
+    auto r = run([&]() -> Task<std::string> {
+        int fd = co_await op::openat(AT_FDCWD, path.c_str(), O_CREAT | O_RDWR, 0644);
+        char p1[] = "abc", p2[] = "defg";
+        iovec out[2] = {{p1, 3}, {p2, 4}};
+        EXPECT_EQ(co_await op::writev(fd, out, 2, 0), 7);
+        char q1[4] = {}, q2[3] = {};
+        iovec in[2] = {{q1, 4}, {q2, 3}};
+        EXPECT_EQ(co_await op::readv(fd, in, 2, 0), 7);
+        co_await op::close(fd);
+        co_return std::string(q1, 4) + std::string(q2, 3);
+    });
+    EXPECT_EQ(r, "abcdefg");
+}
+
+TEST_F(FileOps, FsyncAndDatasync) {
+    std::string path = dir.file("s");
+    run([&]() -> Task<void> {
+        int fd = co_await op::openat(AT_FDCWD, path.c_str(), O_CREAT | O_RDWR, 0644);
+        EXPECT_EQ(co_await op::write(fd, "x", 1, 0), 1);
+        EXPECT_EQ(co_await op::fsync(fd), 0);
+        EXPECT_EQ(co_await op::fsync(fd, op::fsync_datasync), 0);
+        co_await op::close(fd);
+        EXPECT_EQ(co_await op::fsync(closed_fd()), -EBADF);
+    });
+}
+
+TEST_F(FileOps, Statx) {
+    std::string path = dir.file("st");
+    {
+        int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0600);
+        ASSERT_EQ(::write(fd, "12345", 5), 5);
+        ::close(fd);
+    }
+    run([&]() -> Task<void> {
+        struct statx st {};
+        EXPECT_EQ(co_await op::statx(AT_FDCWD, path.c_str(), 0, STATX_SIZE | STATX_MODE, &st), 0);
+        EXPECT_EQ(st.stx_size, 5u);
+        EXPECT_EQ(st.stx_mode & 0777, 0600u);
+        std::string missing = path + ".missing";
+        EXPECT_EQ(co_await op::statx(AT_FDCWD, missing.c_str(), 0, STATX_SIZE, &st), -ENOENT);
+        EXPECT_EQ(co_await op::statx(AT_FDCWD, static_cast<const char*>(bad_address()), 0, STATX_SIZE, &st), -EFAULT);
+    });
+}
+
+TEST_F(FileOps, OpenErrors) {
+    std::string missing = dir.file("nope");
+    run([&]() -> Task<void> {
+        EXPECT_EQ(co_await op::openat(AT_FDCWD, missing.c_str(), O_RDONLY), -ENOENT);
+        EXPECT_EQ(co_await op::openat(closed_fd(), "relative", O_RDONLY), -EBADF);
+        EXPECT_EQ(co_await op::openat(AT_FDCWD, static_cast<const char*>(bad_address()), O_RDONLY), -EFAULT);
+    });
+}
+
+TEST_F(FileOps, ErrorsOnBadFdsAndBuffers) {
+    std::string path = dir.file("e");
+    run([&]() -> Task<void> {
+        char buf[16];
+        int bad = closed_fd();
+        EXPECT_EQ(co_await op::read(bad, buf, sizeof buf, 0), -EBADF);
+        EXPECT_EQ(co_await op::write(bad, buf, sizeof buf, 0), -EBADF);
+        EXPECT_EQ(co_await op::close(bad), -EBADF);
+        EXPECT_EQ(co_await op::close(-1), -EBADF);
+        iovec iov{buf, sizeof buf};
+        EXPECT_EQ(co_await op::readv(bad, &iov, 1, 0), -EBADF);
+        EXPECT_EQ(co_await op::writev(bad, &iov, 1, 0), -EBADF);
+
+        int fd = co_await op::openat(AT_FDCWD, path.c_str(), O_CREAT | O_RDWR, 0644);
+        EXPECT_EQ(co_await op::write(fd, "data", 4, 0), 4);
+        // Zero-length transfers are not errors.
+        EXPECT_EQ(co_await op::read(fd, buf, 0, 0), 0);
+        EXPECT_EQ(co_await op::write(fd, buf, 0, 0), 0);
+        // The kernel reports bad user addresses as -EFAULT.
+        EXPECT_EQ(co_await op::read(fd, bad_address(), 4, 0), -EFAULT);
+        EXPECT_EQ(co_await op::write(fd, bad_address(), 4, 0), -EFAULT);
+        // Writing to a read-only descriptor.
+        int ro = co_await op::openat(AT_FDCWD, path.c_str(), O_RDONLY);
+        EXPECT_EQ(co_await op::write(ro, "x", 1, 0), -EBADF);
+        co_await op::close(ro);
+        co_await op::close(fd);
+        // An fd used after it was closed.
+        EXPECT_EQ(co_await op::read(fd, buf, 4, 0), -EBADF);
+    });
+}
+
 } // namespace

@@ -1,5 +1,4 @@
-// op/poll.hpp, op/timeout.hpp, op/cancel.hpp: poll_add, poll_remove, poll_update,
-// timeout_remove, timeout_update, link_timeout, async_cancel (by user data, by fd, any, all).
+// op/poll.hpp: poll_add, poll_remove, poll_update.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -19,12 +18,6 @@ using namespace ringo_test;
 using namespace std::chrono_literals;
 
 namespace {
-
-// Awaits an operation that lives in the caller's frame (so the caller can name it).
-template <class O>
-Task<int> await_ref(O& o) {
-    co_return co_await o;
-}
 
 // --- poll --------------------------------------------------------------------------------------
 
@@ -77,156 +70,6 @@ TEST(PollOp, UpdateChangesTheEvents) {
         EXPECT_EQ(co_await op::poll_update(op::user_data_of(poll), POLLOUT), 0);
         EXPECT_EQ(co_await h, POLLOUT); // re-armed for POLLOUT: ready at once
         EXPECT_EQ(co_await op::poll_update(op::user_data_of(poll), POLLIN), -ENOENT);
-    });
-}
-
-// --- timeouts ----------------------------------------------------------------------------------
-
-TEST(TimeoutOp, RemoveCancelsTheTimeout) {
-    run([&]() -> Task<void> {
-        auto t = op::timeout(10s);
-        auto h = ringo::spawn(await_ref(t));
-        co_await op::nop();
-        EXPECT_EQ(co_await op::timeout_remove(op::user_data_of(t)), 0);
-        EXPECT_EQ(co_await h, -ECANCELED);
-        EXPECT_EQ(co_await op::timeout_remove(op::user_data_of(t)), -ENOENT);
-    });
-}
-
-TEST(TimeoutOp, UpdateShortensTheTimeout) {
-    run([&]() -> Task<void> {
-        auto start = std::chrono::steady_clock::now();
-        auto t = op::timeout(10s);
-        auto h = ringo::spawn(await_ref(t));
-        co_await op::nop();
-        EXPECT_EQ(co_await op::timeout_update(op::user_data_of(t), 1ms), 0);
-        EXPECT_EQ(co_await h, -ETIME);
-        EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
-        EXPECT_EQ(co_await op::timeout_update(op::user_data_of(t), 1ms), -ENOENT);
-        // A negative duration is refused by the kernel.
-        EXPECT_EQ(co_await op::timeout_update(12345, -1ms), -EINVAL);
-    });
-}
-
-TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
-    Pipe p;
-    run([&]() -> Task<void> {
-        char c;
-        auto rd = op::read(p.r, &c, 1, op::current_pos).with_sqe_flags(compat::sqe_flag::io_link);
-        auto lt = op::link_timeout(5ms);
-        auto a = ringo::spawn(await_ref(rd));
-        auto b = ringo::spawn(await_ref(lt)); // prepared right after the read: linked to it
-        EXPECT_EQ(co_await a, -ECANCELED);
-        EXPECT_EQ(co_await b, -ETIME);
-    });
-}
-
-TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
-    Pipe p;
-    ASSERT_EQ(::write(p.w, "q", 1), 1);
-    run([&]() -> Task<void> {
-        char c = 0;
-        auto rd = op::read(p.r, &c, 1, op::current_pos).with_sqe_flags(compat::sqe_flag::io_link);
-        auto lt = op::link_timeout(10s);
-        auto a = ringo::spawn(await_ref(rd));
-        auto b = ringo::spawn(await_ref(lt));
-        EXPECT_EQ(co_await a, 1);
-        EXPECT_EQ(co_await b, -ECANCELED);
-        EXPECT_EQ(c, 'q');
-    });
-}
-
-TEST(TimeoutOp, LinkTimeoutUpdate) {
-    Pipe p;
-    run([&]() -> Task<void> {
-        char c;
-        auto rd = op::read(p.r, &c, 1, op::current_pos).with_sqe_flags(compat::sqe_flag::io_link);
-        auto lt = op::link_timeout(10s);
-        auto a = ringo::spawn(await_ref(rd));
-        auto b = ringo::spawn(await_ref(lt));
-        co_await op::nop();
-        EXPECT_EQ(co_await op::timeout_update(op::user_data_of(lt), 1ms, compat::link_timeout_update), 0);
-        EXPECT_EQ(co_await a, -ECANCELED);
-        EXPECT_EQ(co_await b, -ETIME);
-    });
-}
-
-TEST(TimeoutOp, LinkTimeoutWithoutALinkIsInvalid) {
-    run([]() -> Task<void> { EXPECT_EQ(co_await op::link_timeout(1ms), -EINVAL); });
-}
-
-// --- cancellation ------------------------------------------------------------------------------
-
-TEST(CancelOp, ByUserData) {
-    Pipe p;
-    run([&]() -> Task<void> {
-        char c;
-        auto rd = op::read(p.r, &c, 1, op::current_pos);
-        auto h = ringo::spawn(await_ref(rd));
-        co_await op::nop();
-        EXPECT_EQ(co_await op::async_cancel(op::user_data_of(rd)), 0);
-        EXPECT_EQ(co_await h, -ECANCELED);
-        EXPECT_EQ(co_await op::async_cancel(op::user_data_of(rd)), -ENOENT);
-        EXPECT_EQ(co_await op::async_cancel(0xdead0), -ENOENT);
-    });
-}
-
-TEST(CancelOp, ByFdOneAndAll) {
-    Pipe p;
-    run([&]() -> Task<void> {
-        auto reader = [](int fd) -> Task<int> {
-            char c;
-            co_return co_await op::read(fd, &c, 1, op::current_pos);
-        };
-        auto a = ringo::spawn(reader(p.r));
-        auto b = ringo::spawn(reader(p.r));
-        auto c = ringo::spawn(reader(p.r));
-        co_await op::nop();
-        EXPECT_EQ(co_await op::async_cancel_fd(p.r), 0); // one of them
-        EXPECT_EQ(co_await op::async_cancel_fd(p.r, compat::async_cancel_all), 2);
-        EXPECT_EQ(co_await a, -ECANCELED);
-        EXPECT_EQ(co_await b, -ECANCELED);
-        EXPECT_EQ(co_await c, -ECANCELED);
-        EXPECT_EQ(co_await op::async_cancel_fd(p.r), -ENOENT);
-        EXPECT_EQ(co_await op::async_cancel_fd(closed_fd()), -EBADF);
-    });
-}
-
-TEST(CancelOp, ByFixedFd) {
-    Runtime rt;
-    Pipe p;
-    ringo::buf::FileTable files(rt);
-    int one = p.r;
-    ASSERT_EQ(files.register_files({&one, 1}), 0);
-    rt.block_on([&]() -> Task<void> {
-        auto h = ringo::spawn([]() -> Task<int> {
-            char c;
-            co_return co_await op::read(Fixed{0}, &c, 1, op::current_pos);
-        }());
-        co_await op::nop();
-        EXPECT_EQ(co_await op::async_cancel_fd(Fixed{0}), 0);
-        EXPECT_EQ(co_await h, -ECANCELED);
-        EXPECT_EQ(co_await op::async_cancel_fd(Fixed{5}), -EBADF);
-    }());
-}
-
-TEST(CancelOp, AnyAll) {
-    Pipe p;
-    TcpPair tcp;
-    run([&]() -> Task<void> {
-        auto a = ringo::spawn([](int fd) -> Task<int> {
-            char c;
-            co_return co_await op::read(fd, &c, 1, op::current_pos);
-        }(p.r));
-        auto b = ringo::spawn([](int fd) -> Task<int> {
-            char c;
-            co_return co_await op::recv(fd, &c, 1);
-        }(tcp.server));
-        co_await op::nop();
-        // Every operation in flight: the two reads, and the runtime's own wake-up read.
-        EXPECT_GE(co_await op::async_cancel_any(compat::async_cancel_all), 2);
-        EXPECT_EQ(co_await a, -ECANCELED);
-        EXPECT_EQ(co_await b, -ECANCELED);
     });
 }
 

@@ -305,4 +305,77 @@ TEST(SocketOp, ConnectErrors) {
     });
 }
 
+struct SocketOps : ::testing::Test {};
+
+TEST_F(SocketOps, TcpLoopbackConnectAcceptSendRecv) {
+    ringo_test::Listener l;
+    auto r = run([&]() -> Task<std::string> {
+        auto server = ringo::spawn([](int lfd) -> Task<std::string> {
+            sockaddr_in peer{};
+            socklen_t plen = sizeof peer;
+            int c = co_await op::accept(lfd, reinterpret_cast<sockaddr*>(&peer), &plen, SOCK_CLOEXEC);
+            EXPECT_GE(c, 0);
+            EXPECT_EQ(plen, sizeof peer);
+            char buf[32] = {};
+            int n = co_await op::recv(c, buf, sizeof buf);
+            EXPECT_EQ(co_await op::send(c, buf, n > 0 ? n : 0), n);
+            EXPECT_EQ(co_await op::shutdown(c, SHUT_WR), 0);
+            co_await op::close(c);
+            co_return std::string(buf, n > 0 ? n : 0);
+        }(l.fd));
+        int s = co_await op::socket(AF_INET, SOCK_STREAM, 0);
+        EXPECT_GE(s, 0);
+        EXPECT_EQ(co_await op::connect(s, reinterpret_cast<const sockaddr*>(&l.addr), sizeof l.addr), 0);
+        EXPECT_EQ(co_await op::send(s, "ping", 4), 4);
+        char back[8] = {};
+        int n = co_await op::recv(s, back, sizeof back);
+        EXPECT_EQ(n, 4);
+        EXPECT_EQ(co_await op::recv(s, back, sizeof back), 0); // peer shut down
+        co_await op::close(s);
+        std::string got = co_await server;
+        co_return got + "/" + std::string(back, 4);
+    });
+    EXPECT_EQ(r, "ping/ping");
+}
+
+TEST_F(SocketOps, Errors) {
+    sockaddr_in dead = ringo_test::closed_port();
+    run([&]() -> Task<void> {
+        EXPECT_EQ(co_await op::socket(12345, SOCK_STREAM, 0), -EAFNOSUPPORT);
+        int s = co_await op::socket(AF_INET, SOCK_STREAM, 0);
+        EXPECT_EQ(co_await op::connect(s, reinterpret_cast<const sockaddr*>(&dead), sizeof dead), -ECONNREFUSED);
+        co_await op::close(s);
+        int u = co_await op::socket(AF_INET, SOCK_STREAM, 0);
+        EXPECT_EQ(co_await op::shutdown(u, SHUT_RDWR), -ENOTCONN);
+        EXPECT_EQ(co_await op::accept(u), -EINVAL); // not listening
+        char c;
+        EXPECT_EQ(co_await op::send(u, "x", 1, MSG_NOSIGNAL), -EPIPE);
+        co_await op::close(u);
+        int bad = closed_fd();
+        EXPECT_EQ(co_await op::recv(bad, &c, 1), -EBADF);
+        EXPECT_EQ(co_await op::send(bad, &c, 1), -EBADF);
+        EXPECT_EQ(co_await op::accept(bad), -EBADF);
+        EXPECT_EQ(co_await op::connect(bad, reinterpret_cast<const sockaddr*>(&dead), sizeof dead), -EBADF);
+        EXPECT_EQ(co_await op::shutdown(bad, SHUT_RDWR), -EBADF);
+        // recv/send on a regular file descriptor.
+        int devnull = ::open("/dev/null", O_RDWR);
+        EXPECT_EQ(co_await op::recv(devnull, &c, 1), -ENOTSOCK);
+        ::close(devnull);
+    });
+}
+
+TEST_F(SocketOps, SocketpairBadBufferIsEfault) {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    run([&]() -> Task<void> {
+        EXPECT_EQ(co_await op::send(sv[0], bad_address(), 8), -EFAULT);
+        EXPECT_EQ(co_await op::send(sv[0], "abcd", 4), 4);
+        EXPECT_EQ(co_await op::recv(sv[1], bad_address(), 4), -EFAULT);
+        char buf[4];
+        EXPECT_EQ(co_await op::recv(sv[1], buf, 0), 0);
+    });
+    ::close(sv[0]);
+    ::close(sv[1]);
+}
+
 } // namespace

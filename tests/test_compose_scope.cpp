@@ -1,0 +1,121 @@
+// TaskScope and scoped (compose/scope.hpp).
+#include <ringo/ringo.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "compose_helpers.hpp"
+
+namespace {
+
+// ---------------------------------------------------------------- TaskScope
+
+TEST(Scope, JoinsEveryTask) {
+    int sum = run([]() -> Task<int> {
+        int total = 0;
+        ringo::TaskScope scope;
+        for (int i = 1; i <= 10; ++i)
+            scope.spawn([](int& t, int k) -> Task<void> {
+                co_await ringo::sleep_for(std::chrono::microseconds(100 * k));
+                t += k;
+            }(total, i));
+        co_await scope.join();
+        co_return total;
+    });
+    EXPECT_EQ(sum, 55);
+}
+
+TEST(Scope, FirstExceptionCancelsOthersAndIsRethrown) {
+    SocketPair sp;
+    int cancelled = 0;
+    EXPECT_THROW(run([&]() -> Task<void> {
+                     ringo::TaskScope scope;
+                     for (int i = 0; i < 3; ++i)
+                         scope.spawn([](int fd, int& c) -> Task<void> {
+                             char b;
+                             if (co_await op::recv(fd, &b, 1) == -ECANCELED)
+                                 ++c;
+                         }(sp.fd[0], cancelled));
+                     scope.spawn([]() -> Task<void> {
+                         co_await ringo::yield();
+                         throw std::runtime_error("one failed");
+                     }());
+                     co_await scope.join();
+                 }),
+                 std::runtime_error);
+    EXPECT_EQ(cancelled, 3);
+}
+
+TEST(Scope, ScopedAlwaysJoinsEvenWhenTheBodyThrows) {
+    SocketPair sp;
+    int cancelled = 0;
+    EXPECT_THROW(run([&]() -> Task<void> {
+                     co_await ringo::scoped([&](ringo::TaskScope& s) -> Task<void> {
+                         s.spawn([](int fd, int& c) -> Task<void> {
+                             char b;
+                             if (co_await op::recv(fd, &b, 1) == -ECANCELED)
+                                 ++c;
+                         }(sp.fd[0], cancelled));
+                         co_await ringo::yield();
+                         throw std::runtime_error("body");
+                     });
+                 }),
+                 std::runtime_error);
+    EXPECT_EQ(cancelled, 1); // joined before the exception left scoped()
+}
+
+TEST(Scope, CancellingTheJoinerCancelsTheScope) {
+    SocketPair sp;
+    int r = run([&]() -> Task<int> {
+        auto h = ringo::spawn([](int fd) -> Task<int> {
+            int c = 0;
+            co_await ringo::scoped([&](ringo::TaskScope& s) -> Task<void> {
+                for (int i = 0; i < 4; ++i)
+                    s.spawn([](int f, int& cc) -> Task<void> {
+                        char b;
+                        if (co_await op::recv(f, &b, 1) == -ECANCELED)
+                            ++cc;
+                    }(fd, c));
+                co_return;
+            });
+            co_return c;
+        }(sp.fd[0]));
+        co_await ringo::sleep_for(1ms);
+        h.cancel();
+        co_return co_await h;
+    });
+    EXPECT_EQ(r, 4);
+}
+
+TEST(Scope, DroppedScopeCancelsItsTasks) {
+    SocketPair sp;
+    Runtime rt;
+    rt.block_on([](int fd) -> Task<void> {
+        {
+            ringo::TaskScope scope;
+            scope.spawn([](int f) -> Task<void> {
+                char b;
+                co_await op::recv(f, &b, 1);
+            }(fd));
+            co_await ringo::yield();
+        } // not joined: cancelled, finishes on its own
+        co_await ringo::sleep_for(5ms);
+    }(sp.fd[0]));
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+} // namespace
