@@ -26,20 +26,10 @@ public:
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
-            ctx = detail::ctx_of_or_dummy(h);
-            if (ctx->cancelled) [[unlikely]] {
-                res = -ECANCELED;
-                return false;
-            }
-            Event& e = *e_;
-            e.lock_.lock();
-            if (e.set_) {
-                e.lock_.unlock();
-                res = 0;
-                return false;
-            }
-            suspend_in(e.waiters_, h, "ringo: Event::wait would wait outside a runtime; use wait_blocking");
-            return true;
+            Event* e = e_;
+            return try_or_suspend(detail::ctx_of_or_dummy(h), e->waiters_, h,
+                                  "ringo: Event::wait would wait outside a runtime; use wait_blocking",
+                                  [e]() noexcept { return e->set_; });
         }
         /// 0 once the event is set, -ECANCELED when the task was cancelled first, -EPIPE when
         /// the event was destroyed.

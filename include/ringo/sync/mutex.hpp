@@ -62,21 +62,10 @@ public:
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
-            ctx = detail::ctx_of_or_dummy(h);
-            if (ctx->cancelled) [[unlikely]] {
-                res = -ECANCELED;
-                return false;
-            }
-            Mutex& m = *m_;
-            m.lock_.lock();
-            if (!m.locked_) [[likely]] {
-                m.locked_ = true;
-                m.lock_.unlock();
-                res = 0;
-                return false;
-            }
-            suspend_in(m.waiters_, h, "ringo: Mutex::lock would wait outside a runtime; use lock_blocking");
-            return true;
+            Mutex* m = m_;
+            return try_or_suspend(detail::ctx_of_or_dummy(h), m->waiters_, h,
+                                  "ringo: Mutex::lock would wait outside a runtime; use lock_blocking",
+                                  [m]() noexcept { return !std::exchange(m->locked_, true); });
         }
         /// 0 (locked), -ECANCELED (not locked), -EPIPE (the mutex was destroyed).
         int await_resume() noexcept { return wait_result(); }

@@ -54,20 +54,16 @@ public:
                 res = -EINVAL;
                 return false;
             }
-            if (ctx->cancelled) [[unlikely]] {
-                res = -ECANCELED;
-                return false;
-            }
-            Semaphore& s = *s_;
-            s.lock_.lock();
-            if (s.waiters_.empty() && s.count_ >= need) [[likely]] {
-                s.count_ -= need;
-                s.lock_.unlock();
-                res = 0;
-                return false;
-            }
-            suspend_in(s.waiters_, h, "ringo: Semaphore::acquire would wait outside a runtime; use acquire_blocking");
-            return true;
+            Semaphore* s = s_;
+            std::size_t n = need;
+            return try_or_suspend(ctx, s->waiters_, h,
+                                  "ringo: Semaphore::acquire would wait outside a runtime; use acquire_blocking",
+                                  [s, n]() noexcept {
+                                      if (!s->waiters_.empty() || s->count_ < n)
+                                          return false;
+                                      s->count_ -= n;
+                                      return true;
+                                  });
         }
         /// 0 (the permits are taken), -ECANCELED (none taken), -EINVAL (n > max_permits),
         /// -EPIPE (the semaphore was destroyed).

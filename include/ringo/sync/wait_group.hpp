@@ -28,20 +28,10 @@ public:
         bool await_ready() const noexcept { return false; }
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) {
-            ctx = detail::ctx_of_or_dummy(h);
-            if (ctx->cancelled) [[unlikely]] {
-                res = -ECANCELED;
-                return false;
-            }
-            WaitGroup& g = *g_;
-            g.lock_.lock();
-            if (g.count_ == 0) {
-                g.lock_.unlock();
-                res = 0;
-                return false;
-            }
-            suspend_in(g.waiters_, h, "ringo: WaitGroup::wait would wait outside a runtime; use wait_blocking");
-            return true;
+            WaitGroup* g = g_;
+            return try_or_suspend(detail::ctx_of_or_dummy(h), g->waiters_, h,
+                                  "ringo: WaitGroup::wait would wait outside a runtime; use wait_blocking",
+                                  [g]() noexcept { return g->count_ == 0; });
         }
         /// 0 once the count is zero, -ECANCELED when the task was cancelled first, -EPIPE when
         /// the group was destroyed.

@@ -234,6 +234,26 @@ struct WaitNode : SyncWaiter {
         lock->unlock();
         registered();
     }
+    /// The await_suspend of a wait that may end at once (the shape every primitive's awaiter
+    /// shares): a cancelled task ends it with -ECANCELED; otherwise, under the lock,
+    /// `ready()` (called with the lock held; it takes what the wait is for) ends it with 0,
+    /// or the node is queued in `l` as suspend_in does. Returns what await_suspend returns.
+    template <class Ready>
+    bool try_or_suspend(CancelCtx* c, WaitList& l, std::coroutine_handle<> hh, const char* what, Ready&& ready) {
+        ctx = c;
+        if (ctx->cancelled) [[unlikely]] {
+            res = -ECANCELED;
+            return false;
+        }
+        lock->lock();
+        if (ready()) {
+            lock->unlock();
+            res = 0;
+            return false;
+        }
+        suspend_in(l, hh, what);
+        return true;
+    }
     /// After linking and unlocking: the task's cancellation now reaches this wait.
     void registered() noexcept {
         suspended = true;
