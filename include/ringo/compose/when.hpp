@@ -108,20 +108,50 @@ auto to_task(A&& a) {
         return as_task(D(std::forward<A>(a)));
 }
 
+/// `co_await OpenBranches{&g, any}` opens `g` in the awaiting coroutine: on the current
+/// runtime (std::logic_error outside one), its cancellation linked under the awaiting
+/// strand's. It does not suspend.
+struct OpenBranches {
+    BranchGroup* g;
+    bool any;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        g->any_mode = any;
+        g->rt = Runtime::current();
+        if (!g->rt)
+            throw std::logic_error(any ? "ringo: when_any outside a runtime" : "ringo: when_all outside a runtime");
+        if (CancelCtx* outer = ctx_of(h))
+            g->ctx.link_under(*outer);
+        return false;
+    }
+    void await_resume() const noexcept {}
+};
+
+/// Starts one branch of `g` per task, branch i storing its value in std::get<i>(out).
 template <class... Ts>
-Task<std::tuple<branch_value_t<Ts>...>> when_all_tasks(Task<Ts>... tasks) {
-    BranchGroup g;
-    g.rt = Runtime::current();
-    if (!g.rt)
-        throw std::logic_error("ringo: when_all outside a runtime");
-    if (CancelCtx* outer = co_await CurrentCtx{})
-        g.ctx.link_under(*outer);
-    std::tuple<std::optional<branch_value_t<Ts>>...> out;
+void start_branches(BranchGroup& g, std::tuple<std::optional<branch_value_t<Ts>>...>& out, Task<Ts>... tasks) {
     g.remaining = sizeof...(Ts);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
     }
     (std::index_sequence_for<Ts...>{});
+}
+
+/// Starts one branch of `g` per task of the range, branch i storing its value in out[i].
+template <class T>
+void start_branches(BranchGroup& g, std::vector<std::optional<branch_value_t<T>>>& out, std::vector<Task<T>>& tasks) {
+    g.remaining = tasks.size();
+    for (std::size_t i = 0; i < tasks.size(); ++i)
+        start_branch(g, run_branch(g, i, std::move(tasks[i]), &out[i]));
+}
+
+template <class... Ts>
+Task<std::tuple<branch_value_t<Ts>...>> when_all_tasks(Task<Ts>... tasks) {
+    BranchGroup g;
+    co_await OpenBranches{&g, false};
+    std::tuple<std::optional<branch_value_t<Ts>>...> out;
+    start_branches<Ts...>(g, out, std::move(tasks)...);
     co_await BranchGroup::Wait{&g};
     if (g.exc)
         std::rethrow_exception(g.exc);
@@ -131,15 +161,9 @@ Task<std::tuple<branch_value_t<Ts>...>> when_all_tasks(Task<Ts>... tasks) {
 template <class T>
 Task<std::vector<branch_value_t<T>>> when_all_range(std::vector<Task<T>> tasks) {
     BranchGroup g;
-    g.rt = Runtime::current();
-    if (!g.rt)
-        throw std::logic_error("ringo: when_all outside a runtime");
-    if (CancelCtx* outer = co_await CurrentCtx{})
-        g.ctx.link_under(*outer);
+    co_await OpenBranches{&g, false};
     std::vector<std::optional<branch_value_t<T>>> out(tasks.size());
-    g.remaining = tasks.size();
-    for (std::size_t i = 0; i < tasks.size(); ++i)
-        start_branch(g, run_branch(g, i, std::move(tasks[i]), &out[i]));
+    start_branches(g, out, tasks);
     co_await BranchGroup::Wait{&g};
     if (g.exc)
         std::rethrow_exception(g.exc);
@@ -153,18 +177,9 @@ Task<std::vector<branch_value_t<T>>> when_all_range(std::vector<Task<T>> tasks) 
 template <class R, class... Ts>
 Task<std::pair<std::size_t, R>> when_any_tasks(Task<Ts>... tasks) {
     BranchGroup g;
-    g.any_mode = true;
-    g.rt = Runtime::current();
-    if (!g.rt)
-        throw std::logic_error("ringo: when_any outside a runtime");
-    if (CancelCtx* outer = co_await CurrentCtx{})
-        g.ctx.link_under(*outer);
+    co_await OpenBranches{&g, true};
     std::tuple<std::optional<branch_value_t<Ts>>...> out;
-    g.remaining = sizeof...(Ts);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
-    }
-    (std::index_sequence_for<Ts...>{});
+    start_branches<Ts...>(g, out, std::move(tasks)...);
     // Every loser is cancelled and awaited to its end before we return (buffer-safe).
     co_await BranchGroup::Wait{&g};
     std::size_t idx = g.first;
@@ -186,16 +201,9 @@ Task<std::pair<std::size_t, branch_value_t<T>>> when_any_range(std::vector<Task<
     if (tasks.empty())
         throw std::invalid_argument("ringo: when_any of an empty range");
     BranchGroup g;
-    g.any_mode = true;
-    g.rt = Runtime::current();
-    if (!g.rt)
-        throw std::logic_error("ringo: when_any outside a runtime");
-    if (CancelCtx* outer = co_await CurrentCtx{})
-        g.ctx.link_under(*outer);
+    co_await OpenBranches{&g, true};
     std::vector<std::optional<branch_value_t<T>>> out(tasks.size());
-    g.remaining = tasks.size();
-    for (std::size_t i = 0; i < tasks.size(); ++i)
-        start_branch(g, run_branch(g, i, std::move(tasks[i]), &out[i]));
+    start_branches(g, out, tasks);
     co_await BranchGroup::Wait{&g};
     std::size_t idx = g.first;
     if (!out[idx])
