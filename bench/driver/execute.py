@@ -139,8 +139,9 @@ def fio_convert(out: dict, p: dict) -> dict:
     return res
 
 
-def run_fio(fio: str, settings: dict, p: dict, timeout: float) -> Run:
-    argv = fio_argv(fio, settings, p)
+def run_fio(fio: str, settings: dict, p: dict, timeout: float, prefix: list[str] | None = None) -> Run:
+    """`prefix` (taskset, strace) goes in front of fio's command."""
+    argv = (prefix or []) + fio_argv(fio, settings, p)
     cmd = shlex.join(argv)
     t0 = time.monotonic()
     try:
@@ -199,7 +200,11 @@ def run_server_client(server_argv: list[str], client_argv: list[str], port: int,
         run.cmd = cmd
     finally:
         if srv.poll() is None:
-            srv.send_signal(signal.SIGTERM)
+            # the whole group: a server under strace gets the signal itself, not only strace
+            try:
+                os.killpg(srv.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
             try:
                 srv.wait(timeout=5)
             except subprocess.TimeoutExpired:

@@ -19,8 +19,8 @@ CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_
               "write_p50_us", "write_p99_us", "cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op",
               "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "wakeups_per_op", "faults_per_op",
               "bytes_per_wait", "rss_bytes_per_wait", "frames_per_wait", "kernel_timeout_sqes",
-              "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded", "cancel_us_loaded", "error",
-              "cmd"]
+              "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded", "cancel_us_loaded", "syscalls_source",
+              "waits_per_op", "instr_per_op", "error", "cmd"]
 
 # Per-operation cost table of each kind of figure: (caption, fields joined with " · ").
 COST = {
@@ -329,11 +329,24 @@ def _figure_section(res: dict) -> list[str]:
     if res.get("file_size"):
         meta.append(f"test file {res['file_size'] >> 20} MiB")
     meta.append(f"started {res['started']}, took {res['duration_s']:.0f} s")
-    if res.get("load"):
-        meta.append(f"load average {res['load'][0]:.2f} at the start, {res['load'][1]:.2f} at the end"
-                    + (" (**busy machine: expect noise**)" if max(res["load"]) > 0.5 * (os.cpu_count() or 1) else ""))
+    if res.get("pinning"):
+        meta.append(res["pinning"])
+    if res.get("other_load") is not None:
+        att = res.get("load_attempts") or []
+        waited = sum(a.get("waited_s", 0) for a in att)
+        meta.append(f"other processes used {res['other_load'] * 100:.0f} % of the CPUs while it ran"
+                    + (f" (waited {waited:.0f} s for a quiet machine)" if waited >= 5 else "")
+                    + (f"; taken {len(att)} times, the last one shown" if len(att) > 1 else ""))
+    elif res.get("load"):
+        meta.append(f"load average {res['load'][0]:.2f} at the start, {res['load'][1]:.2f} at the end")
     L.append("; ".join(meta) + ".")
     L.append("")
+    if res.get("taken_under_load"):
+        again = len(res.get("load_attempts") or []) > 1
+        L.append(f"**Taken under load:** other processes used {res['other_load'] * 100:.0f} % of the CPUs while this "
+                 "figure ran" + (", also when it was taken again" if again else "") +
+                 "; its numbers are noisier than the others and its verdicts weaker.")
+        L.append("")
     if res.get("storage"):
         L.append("Storage tiers:")
         for p in res["panels"]:
@@ -383,10 +396,18 @@ def _figure_section(res: dict) -> list[str]:
                     if not r or r["status"] != "ok":
                         row.append("")
                         continue
-                    row.append(" · ".join(fnum(r.get(k)) for k in keys))
+                    row.append(" · ".join(fnum(r.get(k)) + ("ˢ" if k in SYSCALL_KEYS and r.get(k) is not None
+                                                               and r.get("syscalls_source") == "strace" else "")
+                                          for k in keys))
                 rows.append(row)
             L += _table([xl] + [_x_head(res, x) for x in xs], rows)
             L.append("")
+            if any(r.get("syscalls_source") == "strace" for r in res["rows"] if r["panel"] == pname):
+                L.append("ˢ counted in a separate untimed run under `strace -f -c` (every thread; the program's "
+                         "set-up calls included), for programs that cannot count their own calls.")
+                L.append("")
+        L += _waits_section(res, pname, names, xs, where)
+        L += _instructions_section(res, pname, names, xs, where)
         # bandwidth next to IOPS (sync vs async)
         if res["kind"] == "syncasync" and any(r.get("mib_s") is not None for r in res["rows"] if r["panel"] == pname):
             L.append(f"Bandwidth in MiB/s{where} (median of the runs' bytes / seconds):")
@@ -481,6 +502,51 @@ def _figure_section(res: dict) -> list[str]:
     return L
 
 
+SYSCALL_KEYS = ("syscalls_per_op", "server_syscalls_per_msg")
+
+
+def _waits_section(res, pname, names, xs, where) -> list[str]:
+    """Kernel entries per operation from the strace pass, where every row of the panel has one."""
+    rows = []
+    for name in names:
+        row = [name]
+        for x in xs:
+            r = _cell(res, pname, x, name)
+            row.append(fnum(r.get("waits_per_op")) + " (" + fnum(r.get("strace_syscalls_per_op")) + ")"
+                       if r and r.get("waits_per_op") is not None else "")
+        if any(row[1:]):
+            rows.append(row)
+    if len(rows) < 2 or res["kind"] != "micro":
+        return []
+    L = [f"Kernel entries per operation{where}: waits and reaps (io_uring_enter, epoll_wait, ...) per operation, "
+         "and in brackets every system call per operation, counted for every row in one untimed run under "
+         "`strace -f -c`:", ""]
+    L += _table([res.get("panel_x_labels", {}).get(pname, res["x_label"])] + [_x_head(res, x) for x in xs], rows)
+    L.append("")
+    return L
+
+
+def _instructions_section(res, pname, names, xs, where) -> list[str]:
+    """Wall time, CPU time and callgrind instructions side by side (panels judged on instructions)."""
+    rows = []
+    for name in names:
+        for x in xs:
+            r = _cell(res, pname, x, name)
+            if r and r["status"] == "ok" and r.get("instr_per_op") is not None:
+                rows.append([name, _x_head(res, x), fnum(r.get("ns_per_op")),
+                             fnum(r["cpu_us_per_op"] * 1000 if r.get("cpu_us_per_op") is not None else None),
+                             fnum(r["instr_per_op"])])
+    if not rows:
+        return []
+    L = [f"Wall time, CPU time and user-space instructions per operation{where} (wall and CPU: medians of the "
+         "runs; instructions: callgrind, the slope between two run lengths, the same on every run). On a shared "
+         "machine wall time is noise for an operation this small; it is judged on CPU time and instructions:", ""]
+    L += _table(["", res.get("panel_x_labels", {}).get(pname, res["x_label"]), "wall ns", "CPU ns", "instructions"],
+                rows)
+    L.append("")
+    return L
+
+
 def _ratio_section(res, pname, xs, where) -> list[str]:
     rows_ok = [r for r in res["rows"] if r["panel"] == pname and r["status"] == "ok"]
     ringo = [i for i in _impl_order(res) if i.startswith("ringo") and any(r["impl"] == i for r in rows_ok)]
@@ -513,10 +579,33 @@ def _ratio_section(res, pname, xs, where) -> list[str]:
     return L
 
 
+def _bounds(r: dict, on: str):
+    """(median, min, max) over the runs of the metric, or of the secondary field `on`."""
+    if not on:
+        return r.get("median"), r.get("min"), r.get("max")
+    lo_hi = (r.get("ranges") or {}).get(on)
+    if r.get(on) is None:
+        return None, None, None
+    return (r[on], lo_hi[0], lo_hi[1]) if lo_hi else (r[on], r[on], r[on])
+
+
+VERDICT_RULE = ("A target is **met** when it holds across the runs' spread (ringo's worst run against the "
+                "baseline's best), **not met** when it fails across the spread (ringo's best run against the "
+                "baseline's worst), and **inconclusive** when the spread straddles the bar.")
+
+
+def _combine(verdicts: list[str]) -> str:
+    if "not met" in verdicts:
+        return "**not met**"
+    if all(v == "met" for v in verdicts):
+        return "met"
+    return "inconclusive"
+
+
 def _targets_section(res) -> list[str]:
     if not res.get("targets"):
         return []
-    L = ["Targets for ringo:", ""]
+    L = ["Targets for ringo (" + VERDICT_RULE[0].lower() + VERDICT_RULE[1:] + "):", ""]
     rows = []
     have = {r["impl"] for r in res["rows"] if r["status"] == "ok"}
     if not any(t["ringo"] in have for t in res["targets"]):
@@ -536,55 +625,60 @@ def _targets_section(res) -> list[str]:
             if t.get("field"):
                 rows.append(_value_target_row(res, t, pname, xs))
                 continue
-            pairs = []
+            on = t.get("on", "")
+            # the metric's direction, or lower is better for a cost field (CPU time, instructions)
+            hib = res["higher_is_better"] if not on else False
+            sp = (lambda a, b: (a / b if hib else b / a) if a and b and a > 0 and b > 0 else None)
+            points = []
             for x in xs:
                 a, b = _cell(res, pname, x, t["ringo"]), _cell(res, pname, x, t["baseline"])
-                if a and b and a["status"] == "ok" and b["status"] == "ok":
-                    s = _speedup(res, a["median"], b["median"])
-                    if s:
-                        pairs.append((x, s))
-            if t["where"] == "max x" and pairs:
-                pairs = [pairs[-1]]
+                if not (a and b and a["status"] == "ok" and b["status"] == "ok"):
+                    continue
+                (am, alo, ahi), (bm, blo, bhi) = _bounds(a, on), _bounds(b, on)
+                med = sp(am, bm)
+                if med is None:
+                    continue
+                worst = sp(alo, bhi) if hib else sp(ahi, blo)
+                best = sp(ahi, blo) if hib else sp(alo, bhi)
+                need = t["min_ratio"]
+                v = "met" if worst >= need else ("not met" if best < need else "inconclusive")
+                points.append((x, med, worst, best, v))
+            if t["where"] == "max x" and points:
+                points = [points[-1]]
             label = f"{t['ringo']} vs {t['baseline']}: {t['text']}" + (f" ({pname})" if pname else "")
-            if not pairs:
+            if not points:
                 rows.append([label, "no data", ""])
                 continue
-            worst = min(pairs, key=lambda p: p[1])
-            ok = all(s >= t["min_ratio"] for _, s in pairs)
-            a, b = _cell(res, pname, worst[0], t["ringo"]), _cell(res, pname, worst[0], t["baseline"])
-            spread = ", ".join(f"{(r['max'] - r['min']) / r['median'] * 100:.0f} %" for r in (a, b)
-                               if r["median"])
-            status = "met"
-            if not ok:
-                # Best case for ringo within the runs taken: would the target be met?
-                best = _speedup(res, a["max"], b["min"]) if res["higher_is_better"] else _speedup(res, a["min"], b["max"])
-                status = "**not met**" + (" (within run-to-run spread)" if best and best >= t["min_ratio"] else "")
-            rows.append([label, status, f"{worst[1]:.2f}x at {_x_head(res, worst[0])} (needs {t['min_ratio']:.2f}x; "
-                                        f"spread ringo, baseline: {spread})"])
-    L += _table(["target", "status", "worst"], rows)
+            status = _combine([p[4] for p in points])
+            shown = min(points, key=lambda p: p[1])
+            what = f"{on}, " if on else ""
+            rows.append([label, status, f"{shown[1]:.2f}x at {_x_head(res, shown[0])}, {shown[2]:.2f}x–{shown[3]:.2f}x "
+                                        f"across the runs ({what}needs {t['min_ratio']:.2f}x)"])
+    L += _table(["target", "status", "ratio of medians at the worst point, worst–best across the runs"], rows)
     L.append("")
     return L
 
 
 def _value_target_row(res, t, pname, xs) -> list[str]:
-    """A target on one of the ringo row's own per-run values (median over its runs), e.g. at most
-    2 event-loop syscalls per round trip: met when it holds at every x with a value (at the
-    largest x only for a "max x" target)."""
+    """A target on one of the ringo row's own per-run values, e.g. at most 2 event-loop syscalls
+    per round trip: met when every run's value holds at every x (at the largest x only for a
+    "max x" target), not met when every run's value fails at some x, inconclusive otherwise."""
     label = f"{t['ringo']}: {t['text']}" + (f" ({pname})" if pname else "")
     vals = []
     for x in xs:
         r = _cell(res, pname, x, t["ringo"])
         if r and r["status"] == "ok" and r.get(t["field"]) is not None:
-            vals.append((x, r[t["field"]]))
+            vals.append((x,) + _bounds(r, t["field"]))
     if vals and t.get("where") == "max x":
         vals = [max(vals, key=lambda p: p[0])]
     if not vals:
         return [label, "no data", f"no {t['field']} in the ringo runs"]
+    verdicts = ["met" if hi <= t["max_value"] else ("not met" if lo > t["max_value"] else "inconclusive")
+                for _, _, lo, hi in vals]
     worst = max(vals, key=lambda p: p[1])
-    ok = all(v <= t["max_value"] for _, v in vals)
-    return [label, "met" if ok else "**not met**",
-            f"{fnum(worst[1])} at {_x_head(res, worst[0])} (needs at most {fnum(t['max_value'])}; "
-            f"{t['field']}, median of the runs)"]
+    return [label, _combine(verdicts),
+            f"{fnum(worst[1])} at {_x_head(res, worst[0])}, {fnum(worst[2])}–{fnum(worst[3])} across the runs "
+            f"(needs at most {fnum(t['max_value'])}; {t['field']})"]
 
 
 def _short_list(v) -> str:
@@ -720,10 +814,15 @@ def write_all(results_dir: str, log=print) -> str:
         "on a device without poll queues); *not built* means the program is missing from the build.",
         "- Storage figures run on two tiers: **loop** (a loop device on /dev/shm: stable, measures the "
         "software cost per I/O) and **disk** (a file on the machine's real disk, here a noisy virtio disk).",
-        "- Ratios are ringo's speed-up over each baseline at the same point (> 1 = ringo better).",
-        "- \"–\" means the program does not report that value. The Rust baselines (Monoio, Compio, Tokio), "
-        "the Asio programs and fio report no syscall counts: nothing counts their calls without slowing them "
-        "down (see bench/driver/README.md, \"Syscall counts\").",
+        "- Ratios are ringo's speed-up over each baseline at the same point (> 1 = ringo better). "
+        + VERDICT_RULE,
+        "- Every program is pinned to the same CPU (`taskset`; each figure says how), the same for every "
+        "implementation.",
+        "- Before each figure the driver waits (bounded) for a quiet machine, and takes a figure again when "
+        "other processes used more than a tenth of the CPUs while it ran; a figure still taken under load says so.",
+        "- \"–\" means the program does not report that value. Syscall counts marked ˢ come from a separate "
+        "untimed run under `strace -f -c`, for the programs that cannot count their own calls (the Rust "
+        "baselines, Asio, fio; see bench/driver/README.md, \"Syscall counts\").",
         "",
     ]
     L += _reductions_section(figs)

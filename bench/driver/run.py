@@ -30,7 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
+import counting  # noqa: E402
 import execute  # noqa: E402
+import load as load_mod  # noqa: E402
 import registry  # noqa: E402
 import report  # noqa: E402
 import tiers as tiers_mod  # noqa: E402
@@ -111,6 +113,7 @@ class Cell:
         self.status = "pending"
         self.error = ""
         self.cmd = ""
+        self.counted: dict = {}  # the untimed passes: strace, callgrind
 
 
 def template_for(impl: registry.Impl, params: dict) -> str | dict | None:
@@ -143,22 +146,56 @@ class Runner:
         self.total = 0
         self.t0 = time.monotonic()
         self.fio = shutil.which("fio")
-        self.taskset = shutil.which("taskset") if (os.cpu_count() or 1) >= 2 else None
+        # CPU pinning, the same for every implementation: a program that runs in one thread (and
+        # its helper threads: glibc's AIO threads, tokio's blocking pool) on the second allowed
+        # CPU; a cross-thread benchmark on the first two, each program placing its two threads
+        # one per CPU; an echo server on the first and its client on the second. Kernel threads
+        # (io-wq workers, the loop device's workers, SQPOLL) are not the process's and may run on
+        # either CPU.
+        allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.taskset = shutil.which("taskset") if len(allowed) >= 2 else None
+        self.cpus = allowed[:2]
+        self.strace = counting.have_strace() and not args.no_strace
+        self.callgrind = counting.have_callgrind() and not args.no_callgrind
+        self.instr_cache: dict = {}
+
+    def pinning_text(self, fig: registry.Figure) -> str:
+        if not self.taskset:
+            return "not pinned (fewer than 2 CPUs allowed)"
+        a, b = self.cpus
+        if fig.kind == "echo":
+            return f"server pinned to CPU {a}, client to CPU {b}"
+        two = any(isinstance(i.cmd, dict) and set(i.cmd) & registry.TWO_THREAD_SUBS for i in fig.impls)
+        return f"every program pinned to CPU {b}" + (
+            f" (the two-thread panels: CPUs {a} and {b}, one thread on each)" if two else "")
+
+    def pin(self, cpus: list[int]) -> list[str]:
+        return [self.taskset, "-c", ",".join(str(c) for c in cpus)] if self.taskset else []
+
+    def pin_for(self, cell: Cell) -> list[str]:
+        if not self.taskset:
+            return []
+        return self.pin(self.cpus if cell.params.get("sub") in registry.TWO_THREAD_SUBS else self.cpus[1:])
 
     # --- one run
-    def run_once(self, fig: registry.Figure, cell: Cell, warm: bool) -> execute.Run:
+    def run_once(self, fig: registry.Figure, cell: Cell, warm: bool, trace: list[str] | None = None,
+                 timeout: float | None = None) -> execute.Run:
+        """One run of `cell`; `trace` (strace) goes before the program (the server for a server
+        row), after the CPU pinning."""
+        trace = trace or []
         prof = fig.profiles[self.args.profile]
         p = dict(cell.params)
         secs = seconds_for(prof, warm)
         if secs:
             p["seconds"] = secs
         # Timed programs get 10 s plus 5x their duration; untimed ones (ping-pong, micro) 120 s.
-        timeout = 10.0 + 5.0 * float(p["seconds"]) if "{seconds}" in str(template_for(cell.impl, p)) \
-            or cell.impl.kind in ("fio", "server") else 120.0
+        if timeout is None:
+            timeout = 10.0 + 5.0 * float(p["seconds"]) if "{seconds}" in str(template_for(cell.impl, p)) \
+                or cell.impl.kind in ("fio", "server") else 120.0
         impl = cell.impl
         try:
             if impl.kind == "fio":
-                return execute.run_fio(self.fio, impl.cmd, p, timeout)
+                return execute.run_fio(self.fio, impl.cmd, p, timeout, self.pin_for(cell) + trace)
             tmpl = template_for(impl, p)
             if impl.kind == "server":
                 p["port"] = execute.free_port()
@@ -166,14 +203,13 @@ class Runner:
                 cargv, cwhy = expand(fig.client, p, self.bins)
                 if sargv is None or cargv is None:
                     return execute.Run("failed", {}, why or cwhy)
-                if self.taskset:
-                    sargv = [self.taskset, "-c", "0"] + sargv
-                    cargv = [self.taskset, "-c", "1"] + cargv
+                sargv = self.pin(self.cpus[:1]) + trace + sargv
+                cargv = self.pin(self.cpus[1:2]) + cargv
                 return execute.run_server_client(sargv, cargv, p["port"], timeout)
             argv, why = expand(tmpl, p, self.bins)
             if argv is None:
                 return execute.Run("failed", {}, why)
-            return execute.run_command(argv, timeout)
+            return execute.run_command(self.pin_for(cell) + trace + argv, timeout)
         except KeyError as e:
             return execute.Run("failed", {}, f"registry template error: {e}")
 
@@ -188,8 +224,96 @@ class Runner:
             f"{'batch' if 'batch' in cell.params and fig.kind == 'micro' else fig.x_label}={cell.x} | "
             f"{cell.impl.name} {label}: {shown}")
 
-    # --- one figure
+    # --- untimed counting passes
+    def count_syscalls(self, fig: registry.Figure, c: Cell) -> None:
+        """For a row whose program cannot count its own system calls (or any row of a panel that
+        compares kernel entries), one more run under strace -f -c, not timed."""
+        if not self.strace or c.status != "ok":
+            return
+        data = next((r.data for r in c.runs if r.status == "ok"), {})
+        server = c.impl.kind == "server"
+        key = "server_syscalls_per_msg" if server else "syscalls_per_op"
+        if safe(SECONDARY[key], data) is not None and c.panel not in registry.STRACE_EVERY_ROW_PANELS:
+            return
+        path = counting.strace_file()
+        r = self.run_once(fig, c, warm=False, trace=counting.strace_prefix(path), timeout=600.0)
+        calls = counting.read_strace(path)
+        log(f"[{fig.name}] {c.panel} {fig.x_label}={c.x} | {c.impl.name} strace pass: "
+            + (f"{sum(calls.values()):,} calls" if r.status == "ok" and calls else f"FAILED {r.error}"))
+        if r.status != "ok" or not calls:
+            c.counted["strace_error"] = r.error or "strace wrote no summary"
+            return
+        if server:
+            srv = r.data.get("server") or {}
+            ops = srv["bytes"] / registry.ECHO_MSG if srv.get("bytes") else r.data.get("msgs")
+        else:
+            ops = r.data.get("ops")
+        if not ops:
+            c.counted["strace_error"] = "the straced run reported no operation count"
+            return
+        total = sum(calls.values())
+        waits = sum(calls.get(k, 0) for k in counting.WAIT_CALLS)
+        c.counted.update(strace_syscalls_per_op=total / ops, strace_waits_per_op=waits / ops,
+                         strace_top={k: v for k, v in sorted(calls.items(), key=lambda kv: -kv[1])[:6]},
+                         strace_ops=ops)
+
+    def count_instructions(self, fig: registry.Figure, c: Cell) -> None:
+        """Callgrind slope for the panels judged on instructions (registry.CALLGRIND_PANELS)."""
+        small_large = registry.CALLGRIND_PANELS.get(c.panel)
+        if not self.callgrind or c.status != "ok" or not small_large:
+            return
+        tmpl = template_for(c.impl, c.params)
+
+        def argv_for(n):
+            p = dict(c.params)
+            p["count"] = n
+            argv, _ = expand(tmpl, p, self.bins)
+            return argv
+        if argv_for(1) is None:
+            return
+        key = (fig.name, c.panel, c.impl.name)  # the same at every x: counted once
+        if key in self.instr_cache:
+            if self.instr_cache[key] is not None:
+                c.counted["instr_per_op"] = self.instr_cache[key]
+            return
+        v = self.instr_cache[key] = counting.callgrind_per_op(argv_for, *small_large)
+        log(f"[{fig.name}] {c.panel} | {c.impl.name} callgrind pass: "
+            + (f"{v:.1f} instructions per operation" if v is not None else "FAILED"))
+        if v is not None:
+            c.counted["instr_per_op"] = v
+
+    # --- one figure, on a quiet machine if there is one
     def figure(self, fig: registry.Figure) -> dict:
+        """Waits for a quiet machine (bounded), runs the figure, and runs it once more if other
+        processes took more than the threshold of the CPUs meanwhile; a figure still taken under
+        load says so."""
+        a = self.args
+        res = None
+        waits = []
+        for attempt in (1, 2):
+            quiet, waited, busy = (True, 0.0, 0.0)
+            if a.quiet_wait > 0:
+                quiet, waited, busy = load_mod.wait_quiet(a.quiet_wait, a.quiet_threshold, log)
+                if not quiet:
+                    log(f"[load] {fig.name}: still {busy * 100:.0f} % busy after {waited:.0f} s; running anyway")
+            waits.append({"waited_s": round(waited, 1), "quiet": quiet, "busy_before": round(busy, 3)})
+            meter = load_mod.OtherLoad()
+            meter.start()
+            done_before = self.done
+            res = self._figure_once(fig)
+            other = meter.stop()
+            waits[-1]["other_load"] = round(other, 3)
+            res["other_load"] = round(other, 3)
+            res["load_attempts"] = waits
+            res["taken_under_load"] = other > a.quiet_threshold
+            if not res["taken_under_load"] or attempt == 2 or a.quiet_wait <= 0:
+                break
+            log(f"[load] {fig.name}: other processes took {other * 100:.0f} % of the CPUs while it ran; "
+                f"taking it again")
+            self.total += self.done - done_before  # the retake's runs
+        return res
+
+    def _figure_once(self, fig: registry.Figure) -> dict:
         prof = fig.profiles[self.args.profile]
         started = dt.datetime.now().isoformat(timespec="seconds")
         load0 = loadavg()
@@ -316,6 +440,9 @@ class Runner:
                     note_sticky(c, r)
             for c in active:
                 self.summarise(c)
+            for c in active:
+                self.count_syscalls(fig, c)
+                self.count_instructions(fig, c)
         for name, info in impl_info.items():
             if not info["status"]:
                 st = {c.status for c in all_cells if c.impl.name == name}
@@ -332,6 +459,7 @@ class Runner:
             "file_size": self.tiers.file_size if (fig.storage and self.tiers) else None,
             "panels": panels_info, "impls": list(impl_info.values()), "rows": rows,
             "targets": [t.__dict__ for t in fig.targets], "notes": fig.notes,
+            "pinning": self.pinning_text(fig),
             "load": [load0, loadavg()],
         }
 
@@ -376,9 +504,30 @@ class Runner:
                "values": vals, "error": c.error, "cmd": c.cmd}
         if c.status == "ok" and not vals:
             row["status"], row["error"] = "failed", "no metric value in the JSON output"
+        ranges = {}
         for k, fn in SECONDARY.items():
             xs = [v for v in (safe(fn, r.data) for r in ok_runs) if v is not None]
             row[k] = statistics.median(xs) if xs else None
+            if xs:
+                ranges[k] = [min(xs), max(xs)]
+        row["ranges"] = ranges  # per-run min and max of each secondary field (verdicts on a field)
+        # The untimed passes: strace fills a missing syscall column (marked), callgrind adds
+        # instructions per operation.
+        cnt = c.counted
+        row["syscalls_source"] = "self"
+        if cnt.get("strace_syscalls_per_op") is not None:
+            key = "server_syscalls_per_msg" if c.impl.kind == "server" else "syscalls_per_op"
+            if row.get(key) is None:
+                row[key] = cnt["strace_syscalls_per_op"]
+                row["syscalls_source"] = "strace"
+            row["strace_syscalls_per_op"] = cnt["strace_syscalls_per_op"]
+            row["waits_per_op"] = cnt["strace_waits_per_op"]
+            row["strace_top"] = cnt["strace_top"]
+        elif row.get("syscalls_per_op") is None and row.get("server_syscalls_per_msg") is None:
+            row["syscalls_source"] = ""
+        if cnt.get("strace_error"):
+            row["strace_error"] = cnt["strace_error"]
+        row["instr_per_op"] = cnt.get("instr_per_op")
         return row
 
 
@@ -513,8 +662,18 @@ def main() -> int:
     ap.add_argument("--list", action="store_true", help="list figures and implementations, then exit")
     ap.add_argument("--dry-run", action="store_true", help="show what would run and the estimated time")
     ap.add_argument("--report-only", action="store_true", help="rebuild REPORT.md/CSV/PNG from results/*.json")
+    ap.add_argument("--quiet-wait", type=float, default=None,
+                    help="seconds to wait at most for a quiet machine before each figure (default 60 quick, "
+                         "300 full; 0: do not wait and never retake a figure)")
+    ap.add_argument("--quiet-threshold", type=float, default=0.10,
+                    help="fraction of all CPUs that other work may use: quiet below it before a figure, "
+                         "and a figure during which other processes used more is taken again (default 0.10)")
+    ap.add_argument("--no-strace", action="store_true", help="skip the untimed strace pass (syscall counts)")
+    ap.add_argument("--no-callgrind", action="store_true", help="skip the untimed callgrind pass (instructions)")
     args = ap.parse_args()
     args.tiers = [t for t in args.tiers.split(",") if t]
+    if args.quiet_wait is None:
+        args.quiet_wait = 60.0 if args.profile == "quick" else 300.0
 
     bins = Binaries(args.bin_dir + [os.path.join(ROOT, "build", "bench"), os.path.join(ROOT, "build", "bench-storage"),
                                     os.path.join(ROOT, "bench", "rust", "target", "release")])

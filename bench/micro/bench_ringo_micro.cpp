@@ -318,8 +318,10 @@ ringo::Task<long> channel_pairs(long m, long pairs, long capacity, long& errors)
 // xchannel: one producer task on runtime 0 of a two-runtime pool, one consumer on runtime 1,
 // M messages through one Channel<uint64_t>(capacity). Reports messages per second and the
 // wake-ups (MSG_RING SQEs or system calls) the runtimes received per message.
+// Like the Rust and Asio programs, each side is pinned: runtime i to the i-th CPU this process
+// may use (PoolOptions::pin_threads).
 int xchannel_main(long m, long capacity) {
-    ringo::RuntimePool pool(2);
+    ringo::RuntimePool pool(2, ringo::PoolOptions{}.pin_threads());
     ringo::Channel<std::uint64_t> ch(static_cast<std::size_t>(capacity));
     auto wake_sum = [](const std::vector<ringo::RuntimeStats>& v) {
         ringo::RuntimeStats t;
@@ -346,7 +348,8 @@ int xchannel_main(long m, long capacity) {
     errors += r.errors;
     bool good = errors == 0 && r.received == m;
     auto d = [&](std::uint64_t ringo::RuntimeStats::*f) { return static_cast<unsigned long long>(st1.*f - st0.*f); };
-    std::printf("{\"bench\":\"xchannel\",\"impl\":\"ringo\",\"variant\":\"plain\",\"threads\":2,\"messages\":%ld,"
+    std::printf("{\"bench\":\"xchannel\",\"impl\":\"ringo\",\"variant\":\"plain\",\"threads\":2,\"cpus\":\"pinned, runtime i on allowed CPU i\","
+                "\"messages\":%ld,"
                 "\"capacity\":%ld,\"count\":%ld,\"ops\":%ld,\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,"
                 "\"ns_per_op\":%.3f,\"messages_per_second\":%.0f,\"wakeups\":%llu,\"wakeups_by_sqe\":%llu,"
                 "\"wakeups_per_op\":%.4f,\"syscalls\":%llu,\"syscalls_per_op\":%.4f,\"errors\":%ld,\"ok\":%s}\n",
@@ -399,7 +402,7 @@ int pool_spawn_main(int argc, char** argv) {
     }
     if (count <= 0)
         usage("--count N is required");
-    ringo::RuntimePool pool(static_cast<std::size_t>(threads));
+    ringo::RuntimePool pool(static_cast<std::size_t>(threads), ringo::PoolOptions{}.pin_threads());
     auto sum = [](const std::vector<ringo::RuntimeStats>& v) {
         ringo::RuntimeStats t;
         for (const auto& s : v) {
