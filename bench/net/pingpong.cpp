@@ -2,8 +2,12 @@
 // message on each: a sends message k, b reads it, checks it and sends it back, a reads the echo,
 // checks it and sends message k+1. All N pairs run concurrently. The modes differ only in how
 // the I/O is driven (see kUsage). Every system call the program makes in the measured region
-// goes through a counter; event-loop calls (epoll_wait, io_uring_enter) are also reported apart.
+// goes through a counter; event-loop calls (epoll_wait, io_uring_enter, io_submit, io_getevents)
+// are also reported apart.
+#include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <poll.h>
+#include <sys/syscall.h>
 
 #include <memory>
 #include <vector>
@@ -18,7 +22,15 @@ const char* kUsage =
     "  One thread bounces a 4-byte message K times over each of N socket pairs; prints one\n"
     "  JSON line (bench \"pingpong\").\n"
     "  --mode M        epoll        epoll_wait + read/write system calls (nonblocking sockets)\n"
+    "                  epoll-splice like epoll; side b echoes with splice(2) socket->pipe, then\n"
+    "                               pipe->socket (side a: read/write, checks content)\n"
+    "                  aio          Linux AIO IOCB_CMD_POLL (io_submit/io_getevents, one-shot,\n"
+    "                               re-armed) + recv/send system calls\n"
+    "                  aio-splice   like aio; side b echoes with splice(2) (side a: recv/send)\n"
     "                  uring-poll   io_uring POLL_ADD (one-shot, re-armed) + read/write syscalls\n"
+    "                  uring-poll-splice\n"
+    "                               like uring-poll; side b echoes with splice(2) (side a:\n"
+    "                               read/write)\n"
     "                  uring        io_uring RECV/SEND\n"
     "                  uring-fixed  io_uring RECV/SEND on registered files (IOSQE_FIXED_FILE)\n"
     "                  uring-sqpoll io_uring RECV/SEND with IORING_SETUP_SQPOLL\n"
@@ -34,7 +46,19 @@ const char* kUsage =
     "  --sq-cpu C      uring-sqpoll: pin the SQPOLL kernel thread to CPU C (default: not pinned)\n"
     "  --timeout S     give up (ok=false) after S seconds (default 120)\n";
 
-enum class Mode { epoll, uring_poll, uring, uring_fixed, uring_sqpoll, splice, splice_link };
+enum class Mode {
+  epoll,
+  epoll_splice,
+  aio,
+  aio_splice,
+  uring_poll,
+  uring_poll_splice,
+  uring,
+  uring_fixed,
+  uring_sqpoll,
+  splice,
+  splice_link
+};
 
 enum Op : uint64_t { kARecv, kASend, kBRecv, kBSend, kBSpliceIn, kBSpliceOut, kPollA, kPollB };
 
@@ -46,13 +70,28 @@ struct Pair {
   unsigned char aout[4], bout[4];  // send buffers
   unsigned agot = 0, bgot = 0;     // bytes received of the current message
   unsigned asent = 0, bsent = 0;   // bytes sent of the current message
-  unsigned pipe_bytes = 0;         // splice: bytes sitting in the pipe
+  unsigned pipe_bytes = 0;         // splice modes: bytes sitting in the pipe
   unsigned b_ops = 0;              // splice: b-side operations in flight
   bool done = false;
 };
 
 inline uint32_t message(size_t i, uint32_t k) {
   return (k + 1u) * 2654435761u ^ (static_cast<uint32_t>(i) * 40503u + 0x5bd1e995u);
+}
+
+// Counted system calls this program alone makes (the others are nb::sys in common.hpp).
+ssize_t counted_splice(int in, int out, size_t len, unsigned flags) {
+  ++nb::g_sys.io;
+  return ::splice(in, nullptr, out, nullptr, len, flags);
+}
+// Linux AIO, raw system calls (no libaio): io_submit and io_getevents are event-loop calls.
+long counted_io_submit(aio_context_t ctx, long n, iocb** v) {
+  ++nb::g_sys.loop;
+  return ::syscall(SYS_io_submit, ctx, n, v);
+}
+long counted_io_getevents(aio_context_t ctx, long min_nr, long nr, io_event* ev) {
+  ++nb::g_sys.loop;
+  return ::syscall(SYS_io_getevents, ctx, min_nr, nr, ev, nullptr);  // no timeout
 }
 
 int tcp_pair(int lfd, int sv[2]) {
@@ -90,7 +129,8 @@ int main(int argc, char** argv) {
                  {"sq-cpu", true},
                  {"timeout", true}});
   std::string mode_s =
-      args.need_choice("mode", {"epoll", "uring-poll", "uring", "uring-fixed", "uring-sqpoll", "splice", "splice-link"});
+      args.need_choice("mode", {"epoll", "epoll-splice", "aio", "aio-splice", "uring-poll", "uring-poll-splice", "uring",
+                                "uring-fixed", "uring-sqpoll", "splice", "splice-link"});
   size_t nconns = static_cast<size_t>(args.need_int("conns", 1, 20000));
   uint32_t kmsgs = static_cast<uint32_t>(args.need_int("msgs", 1, 100000000));
   std::string transport = args.get_choice("transport", "unix", {"unix", "tcp"});
@@ -98,16 +138,27 @@ int main(int argc, char** argv) {
   int sq_cpu = static_cast<int>(args.get_int("sq-cpu", -1, 0, CPU_SETSIZE - 1));
   double timeout_s = args.get_double("timeout", 120, 0.1, 86400);
 
-  Mode mode = mode_s == "epoll"          ? Mode::epoll
-              : mode_s == "uring-poll"   ? Mode::uring_poll
-              : mode_s == "uring"        ? Mode::uring
-              : mode_s == "uring-fixed"  ? Mode::uring_fixed
-              : mode_s == "uring-sqpoll" ? Mode::uring_sqpoll
-              : mode_s == "splice"       ? Mode::splice
-                                         : Mode::splice_link;
-  const bool uses_uring = mode != Mode::epoll;
-  const bool nonblocking = mode == Mode::epoll || mode == Mode::uring_poll;
-  const bool splicing = mode == Mode::splice || mode == Mode::splice_link;
+  Mode mode = mode_s == "epoll"               ? Mode::epoll
+              : mode_s == "epoll-splice"      ? Mode::epoll_splice
+              : mode_s == "aio"               ? Mode::aio
+              : mode_s == "aio-splice"        ? Mode::aio_splice
+              : mode_s == "uring-poll"        ? Mode::uring_poll
+              : mode_s == "uring-poll-splice" ? Mode::uring_poll_splice
+              : mode_s == "uring"             ? Mode::uring
+              : mode_s == "uring-fixed"       ? Mode::uring_fixed
+              : mode_s == "uring-sqpoll"      ? Mode::uring_sqpoll
+              : mode_s == "splice"            ? Mode::splice
+                                              : Mode::splice_link;
+  const bool uses_epoll = mode == Mode::epoll || mode == Mode::epoll_splice;
+  const bool uses_aio = mode == Mode::aio || mode == Mode::aio_splice;
+  const bool uses_uring = !uses_epoll && !uses_aio;
+  // Readiness modes: wait for POLLIN, then move the bytes with system calls (nonblocking sockets).
+  const bool readiness = uses_epoll || uses_aio || mode == Mode::uring_poll || mode == Mode::uring_poll_splice;
+  const bool nonblocking = readiness;
+  // Side b of a readiness mode echoes with splice(2) system calls.
+  const bool sys_splice = mode == Mode::epoll_splice || mode == Mode::aio_splice || mode == Mode::uring_poll_splice;
+  const bool splicing = mode == Mode::splice || mode == Mode::splice_link || sys_splice;
+  const bool use_recv = uses_aio;  // recv/send instead of read/write
   const bool fixed = mode == Mode::uring_fixed;
 
   ::signal(SIGPIPE, SIG_IGN);
@@ -159,6 +210,8 @@ int main(int argc, char** argv) {
 
   nb::Ring ring;
   int ep = -1;
+  aio_context_t aio_ctx = 0;
+  std::vector<iocb> aio_polls;  // aio: 2i = poll of side a of pair i, 2i+1 = side b
   if (uses_uring) {
     nb::RingOptions ro;
     // Enough CQ space for every operation that can be in flight (at most 4 per pair).
@@ -179,6 +232,20 @@ int main(int argc, char** argv) {
       if (int r = ring.register_files(fds.data(), static_cast<unsigned>(fds.size())); r < 0)
         return fail_json(std::string("io_uring_register_files: ") + std::strerror(-r));
       ring_setup += "+fixed_files";
+    }
+  } else if (uses_aio) {
+    // Room for every poll that can be in flight (two per pair).
+    if (::syscall(SYS_io_setup, static_cast<unsigned>(2 * nconns), &aio_ctx) != 0)
+      return fail_json(std::string("io_setup: ") + std::strerror(errno) +
+                       (errno == EAGAIN ? " (fs.aio-max-nr too small for --conns)" : ""));
+    aio_polls.resize(2 * nconns);
+    for (size_t i = 0; i < 2 * nconns; ++i) {
+      iocb& cb = aio_polls[i];
+      cb = iocb{};
+      cb.aio_data = i;
+      cb.aio_lio_opcode = IOCB_CMD_POLL;
+      cb.aio_fildes = static_cast<uint32_t>(i & 1 ? pairs[i >> 1].b : pairs[i >> 1].a);
+      cb.aio_buf = POLLIN;  // the event mask; offset, nbytes and rw_flags must be 0
     }
   } else {
     ep = epoll_create1(EPOLL_CLOEXEC);
@@ -276,11 +343,12 @@ int main(int argc, char** argv) {
     uint32_t m = message(i, pairs[i].k);
     return std::memcmp(got, &m, 4) == 0;
   };
-  // Blocking-style write of a whole 4-byte message with plain syscalls (epoll, uring-poll).
+  // Blocking-style write of a whole 4-byte message with plain syscalls (the readiness modes:
+  // write, or send in the aio modes).
   auto write_msg = [&](int fd, const unsigned char* buf) -> bool {
     unsigned off = 0;
     while (off < 4) {
-      ssize_t w = nb::sys::write(fd, buf + off, 4 - off);
+      ssize_t w = use_recv ? nb::sys::send(fd, buf + off, 4 - off, MSG_NOSIGNAL) : nb::sys::write(fd, buf + off, 4 - off);
       if (w > 0)
         off += static_cast<unsigned>(w);
       else if (!(w < 0 && errno == EINTR))
@@ -288,14 +356,42 @@ int main(int argc, char** argv) {
     }
     return true;
   };
-  // Readiness path shared by epoll and uring-poll: fd of side a or b of pair i is readable.
-  // Returns false when the pair is finished (no re-arm).
+  // Side b of the *-splice readiness modes, socket b readable: splice(2) socket -> pipe, then
+  // pipe -> socket until the pipe is empty (b never sees the bytes; side a checks them).
+  // Returns false when the pair is finished.
+  auto splice_echo = [&](size_t i) -> bool {
+    Pair& p = pairs[i];
+    ssize_t r = counted_splice(p.b, p.pw, 4, SPLICE_F_NONBLOCK);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+    if (r <= 0) {
+      report(i, r == 0 ? "unexpected EOF" : "splice socket->pipe failed", r < 0 ? errno : 0);
+      finish(p, true);
+      return false;
+    }
+    p.pipe_bytes += static_cast<unsigned>(r);
+    while (p.pipe_bytes) {
+      ssize_t w = counted_splice(p.pr, p.b, p.pipe_bytes, SPLICE_F_NONBLOCK);
+      if (w > 0) {
+        p.pipe_bytes -= static_cast<unsigned>(w);
+      } else if (!(w < 0 && errno == EINTR)) {
+        // EAGAIN cannot happen with 4 bytes in flight: an error here
+        report(i, "splice pipe->socket failed", w < 0 ? errno : 0);
+        finish(p, true);
+        return false;
+      }
+    }
+    return true;
+  };
+  // Readiness path shared by epoll, aio and uring-poll (and their -splice forms): fd of side a
+  // or b of pair i is readable. Returns false when the pair is finished (no re-arm).
   auto on_readable = [&](size_t i, bool side_b) -> bool {
     Pair& p = pairs[i];
     if (p.done) return false;
+    if (side_b && sys_splice) return splice_echo(i);
     unsigned char* buf = side_b ? p.bin : p.ain;
     unsigned& got = side_b ? p.bgot : p.agot;
-    ssize_t r = nb::sys::read(side_b ? p.b : p.a, buf + got, 4 - got);
+    int fd = side_b ? p.b : p.a;
+    ssize_t r = use_recv ? nb::sys::recv(fd, buf + got, 4 - got, 0) : nb::sys::read(fd, buf + got, 4 - got);
     if (r < 0 && (errno == EAGAIN || errno == EINTR)) return true;
     if (r <= 0) {
       report(i, r == 0 ? "unexpected EOF" : "read failed", r < 0 ? errno : 0);
@@ -456,7 +552,7 @@ int main(int argc, char** argv) {
   uint64_t t0 = nb::now_ns();
   bool timed_out = false;
 
-  if (!uses_uring) {
+  if (uses_epoll) {
     for (size_t i = 0; i < nconns; ++i) {
       load_a(i);
       if (!write_msg(pairs[i].a, pairs[i].aout)) {
@@ -481,10 +577,64 @@ int main(int argc, char** argv) {
         break;
       }
     }
+  } else if (uses_aio) {
+    // One-shot IOCB_CMD_POLLs: a poll that fired is re-armed by putting its iocb back on the
+    // list submitted (one io_submit) before the next io_getevents.
+    std::vector<iocb*> to_submit;
+    to_submit.reserve(2 * nconns);
+    for (size_t i = 0; i < nconns; ++i) {
+      load_a(i);
+      if (!write_msg(pairs[i].a, pairs[i].aout)) {
+        report(i, "write a failed", errno);
+        finish(pairs[i], true);
+        continue;
+      }
+      to_submit.push_back(&aio_polls[2 * i + 1]);
+      to_submit.push_back(&aio_polls[2 * i]);
+    }
+    std::vector<io_event> evs(std::min<size_t>(2 * nconns, 1024));
+    while (finished < nconns) {
+      size_t off = 0;
+      while (off < to_submit.size()) {
+        long r = counted_io_submit(aio_ctx, static_cast<long>(to_submit.size() - off), to_submit.data() + off);
+        if (r > 0)
+          off += static_cast<size_t>(r);
+        else if (!(r < 0 && errno == EINTR))
+          break;
+      }
+      if (off < to_submit.size()) {
+        std::perror("io_submit");
+        ++errors;
+        break;
+      }
+      to_submit.clear();
+      long n = counted_io_getevents(aio_ctx, 1, static_cast<long>(evs.size()), evs.data());
+      if (n < 0 && errno != EINTR) {
+        std::perror("io_getevents");
+        ++errors;
+        break;
+      }
+      for (long e = 0; e < n; ++e) {
+        const io_event& ev = evs[static_cast<size_t>(e)];
+        size_t slot = static_cast<size_t>(ev.data);
+        size_t i = slot >> 1;
+        if (pairs[i].done) continue;
+        if (ev.res < 0) {
+          report(i, "poll failed", static_cast<long>(ev.res));
+          finish(pairs[i], true);
+        } else if (on_readable(i, slot & 1)) {
+          to_submit.push_back(&aio_polls[slot]);
+        }
+      }
+      if (wd.fired()) {
+        timed_out = true;
+        break;
+      }
+    }
   } else {
     for (size_t i = 0; i < nconns; ++i) {
       load_a(i);
-      if (mode == Mode::uring_poll) {
+      if (readiness) {
         if (!write_msg(pairs[i].a, pairs[i].aout)) {
           report(i, "write a failed", errno);
           finish(pairs[i], true);
@@ -522,8 +672,10 @@ int main(int argc, char** argv) {
     errors += nconns - finished;
   }
 
-  // ---- tear-down: the ring first (cancels blocked splices / pending recvs), then the fds.
+  // ---- tear-down: the ring or AIO context first (cancels blocked splices / pending recvs and
+  // polls), then the fds.
   ring.exit();
+  if (aio_ctx) ::syscall(SYS_io_destroy, aio_ctx);
   for (auto& p : pairs) {
     ::close(p.a);
     ::close(p.b);

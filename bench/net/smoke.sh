@@ -25,7 +25,8 @@ for mode in uring epoll blocking; do
   done
 done
 
-for mode in epoll uring-poll uring uring-fixed uring-sqpoll splice splice-link; do
+for mode in epoll epoll-splice aio aio-splice uring-poll uring-poll-splice uring uring-fixed uring-sqpoll splice \
+            splice-link; do
   run "$dir/bench_pingpong" --mode "$mode" --conns 1 --msgs 2000
   run "$dir/bench_pingpong" --mode "$mode" --conns 500 --msgs 20
 done
