@@ -1,5 +1,5 @@
 // buf/buffer_ring.hpp and buf/recv_stream.hpp: a registered provided-buffer ring, the
-// buffers it lends, and op::recv_multishot as a stream over it. Real socketpairs and TCP
+// buffers it lends, and buf::recv_multishot as a stream over it. Real socketpairs and TCP
 // loopback; more data than the ring holds, so the kernel runs it dry (-ENOBUFS) and the
 // stream must re-arm; cancellation, destruction with the multishot in flight, allocation
 // counts.
@@ -65,6 +65,7 @@ using ringo::buf::Buffer;
 using ringo::buf::BufferRing;
 using ringo::buf::RecvStream;
 namespace op = ringo::op;
+namespace buf = ringo::buf;
 using namespace ringo_test;
 
 /// A connected AF_UNIX stream socketpair.
@@ -113,14 +114,14 @@ Task<int> next_result(RecvStream& s) {
 
 /// Reads a stream on `fd` until it ends, counting the buffers.
 Task<void> read_all(BufferRing& ring, int fd, std::atomic<int>& reads) {
-    auto s = op::recv_multishot(fd, ring);
+    auto s = buf::recv_multishot(fd, ring);
     while (Buffer b = co_await s.next())
         ++reads;
 }
 
 /// Takes two buffers of a stream on `fd` and holds them for an hour.
 Task<void> hold_two(BufferRing& ring, int fd) {
-    auto s = op::recv_multishot(fd, ring);
+    auto s = buf::recv_multishot(fd, ring);
     Buffer a = co_await s.next();
     Buffer b = co_await s.next();
     co_await ringo::sleep_for(std::chrono::hours(1));
@@ -234,7 +235,7 @@ TEST(RecvStream, DeliversEveryByteInOrderThroughAnOverrunRing) {
     constexpr std::size_t total = 1 << 20;
     std::thread writer = write_pattern(sp.b.release(), total);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         std::size_t got = 0, chunks = 0, bad = 0;
         while (Buffer b = co_await s.next()) {
             EXPECT_LE(b.size(), 256u);
@@ -276,7 +277,7 @@ TEST(RecvStream, TwoStreamsShareOneRing) {
     std::thread w1 = write_pattern(p1.b.release(), total);
     std::thread w2 = write_pattern(p2.b.release(), total);
     auto reader = [&](int fd) -> Task<std::size_t> {
-        auto s = op::recv_multishot(fd, ring);
+        auto s = buf::recv_multishot(fd, ring);
         std::size_t got = 0;
         while (Buffer b = co_await s.next()) {
             for (std::size_t i = 0; i < b.size(); ++i)
@@ -311,7 +312,7 @@ TEST(RecvStream, HoldingEveryBufferParksTheStreamAndGivingThemBackResumesIt) {
         std::string sent;
         for (std::size_t i = 0; i < 200; ++i)
             sent.push_back(static_cast<char>('a' + i % 26));
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         EXPECT_EQ(::send(sp.b, sent.data(), sent.size(), 0), static_cast<ssize_t>(sent.size()));
         std::vector<Buffer> held;
         std::string got;
@@ -360,7 +361,7 @@ TEST(RecvStream, AWaitingReaderReArmsAtTheFirstFreeBuffer) {
     BufferRing ring(rt, op::BufferGroup{6}, 16, 8);
     ring.set_rearm_threshold(16); // a parked stream with no reader waits for all of them
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         std::string sent(16 * 8 + 5, 'q');
         EXPECT_EQ(::send(sp.b, sent.data(), sent.size(), 0), static_cast<ssize_t>(sent.size()));
         std::vector<Buffer> held;
@@ -396,7 +397,7 @@ TEST(RecvStream, AMultishotStoppedByAFullCqReArms) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{22}, 64, 16);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         co_await settle(); // armed and waiting, so every chunk is a CQE of its own
         std::string sent;
         for (std::size_t i = 0; i < 1000; ++i)
@@ -422,12 +423,12 @@ TEST(RecvStream, AMultishotStoppedByAFullCqReArms) {
 TEST(RecvStream, OnARegisteredFile) {
     Runtime rt;
     TcpPair tcp;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[1] = {tcp.server};
     ASSERT_EQ(files.register_files(fds), 0);
     BufferRing ring(rt, op::BufferGroup{9}, 8, 64);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(op::Fixed{0}, ring);
+        auto s = buf::recv_multishot(op::Fixed{0}, ring);
         EXPECT_EQ(::send(tcp.client, "over tcp", 8, 0), 8);
         Buffer b = co_await s.next();
         EXPECT_EQ(b.view(), "over tcp");
@@ -446,9 +447,9 @@ TEST(RecvStream, BadInputEndsTheStreamWithTheKernelsError) {
     Pipe p(O_CLOEXEC);
     BufferRing ring(rt, op::BufferGroup{10}, 4, 64);
     rt.block_on([&]() -> Task<void> {
-        auto closed = op::recv_multishot(closed_fd(), ring);
-        auto fixed = op::recv_multishot(op::Fixed{5}, ring); // no file table
-        auto pipe = op::recv_multishot(p.r.get(), ring);
+        auto closed = buf::recv_multishot(closed_fd(), ring);
+        auto fixed = buf::recv_multishot(op::Fixed{5}, ring); // no file table
+        auto pipe = buf::recv_multishot(p.r.get(), ring);
         Buffer a = co_await closed.next();
         Buffer b = co_await fixed.next();
         Buffer c = co_await pipe.next();
@@ -474,7 +475,7 @@ TEST(RecvStream, OutsideItsRuntimeItEndsWithEnxio) {
     Runtime rt;
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{11}, 4, 64);
-    auto s = op::recv_multishot(sp.a, ring); // not from a task of rt: nothing is submitted
+    auto s = buf::recv_multishot(sp.a, ring); // not from a task of rt: nothing is submitted
     EXPECT_TRUE(s.done());
     EXPECT_EQ(s.result(), -ENXIO);
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
@@ -485,7 +486,7 @@ TEST(RecvStream, ASecondConcurrentReaderGetsEbusy) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{12}, 4, 64);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         auto first = ringo::spawn(next_result(s));
         co_await ringo::yield();
         Buffer second = co_await s.next();
@@ -504,7 +505,7 @@ TEST(RecvStream, CancellingTheWaitingTaskEndsTheStream) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{13}, 4, 64);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         auto h = ringo::spawn(next_result(s)); // nothing ever arrives
         co_await settle();
         EXPECT_TRUE(s.armed());
@@ -527,7 +528,7 @@ TEST(RecvStream, CancelFromAnotherThread) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{23}, 4, 64);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         auto h = ringo::spawn(next_result(s));
         co_await settle();
         std::thread([&h] { h.cancel(); }).join(); // a message to this runtime; never blocks
@@ -542,7 +543,7 @@ TEST(RecvStream, CancellingATaskWhoseStreamIsParked) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{14}, 2, 8);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         EXPECT_EQ(::send(sp.b, "0123456789abcdefXYZ", 19, 0), 19);
         Buffer b1 = co_await s.next();
         Buffer b2 = co_await s.next();
@@ -566,7 +567,7 @@ TEST(RecvStream, WithTimeoutOnNext) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{15}, 4, 64);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         EXPECT_EQ(::send(sp.b, "in time", 7, 0), 7);
         auto got = co_await ringo::with_timeout(s.next(), std::chrono::seconds(5));
         EXPECT_TRUE(got && *got && got->view() == "in time");
@@ -583,7 +584,7 @@ TEST(RecvStream, CancelKeepsWhatWasReceived) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{16}, 8, 64);
     rt.block_on([&]() -> Task<void> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         EXPECT_EQ(::send(sp.b, "kept", 4, 0), 4);
         co_await settle();
         EXPECT_EQ(s.queued(), 1u);
@@ -603,7 +604,7 @@ TEST(RecvStream, DestroyingAStreamInFlightCancelsAndWaitsForTheFinalCqe) {
     auto ring = std::make_unique<BufferRing>(rt, op::BufferGroup{17}, 8, 64);
     rt.block_on([&]() -> Task<void> {
         {
-            auto s = op::recv_multishot(sp.a, *ring);
+            auto s = buf::recv_multishot(sp.a, *ring);
             EXPECT_EQ(::send(sp.b, "queued but never read", 21, 0), 21);
             co_await settle();
             EXPECT_EQ(s.queued(), 1u);
@@ -617,7 +618,7 @@ TEST(RecvStream, DestroyingAStreamInFlightCancelsAndWaitsForTheFinalCqe) {
 
         // The BufferRing object goes first, while a stream still reads into it: the group
         // stays registered until the stream's final CQE.
-        auto s = op::recv_multishot(sp.a, *ring);
+        auto s = buf::recv_multishot(sp.a, *ring);
         co_await settle();
         ring.reset();
         EXPECT_THROW(BufferRing(rt, op::BufferGroup{17}, 8, 64), std::system_error); // still in use
@@ -643,14 +644,14 @@ TEST(RecvStream, TenThousandStartThenCancelRounds) {
     };
     Counts c = rt.block_on([&]() -> Task<Counts> {
         {
-            auto warm = op::recv_multishot(sp.a, ring); // fills the node pool
+            auto warm = buf::recv_multishot(sp.a, ring); // fills the node pool
             warm.cancel();
             co_await warm.next();
         }
         long before = g_allocs.load();
         int wrong = 0;
         for (int i = 0; i < 10000; ++i) {
-            auto s = op::recv_multishot(sp.a, ring);
+            auto s = buf::recv_multishot(sp.a, ring);
             if (i % 2 == 0)
                 co_await op::nop(); // half of them reach the kernel before the cancel
             s.cancel();
@@ -660,7 +661,7 @@ TEST(RecvStream, TenThousandStartThenCancelRounds) {
         }
         // And as many dropped without waiting: each node lives on until its final CQE.
         for (int i = 0; i < 10000; ++i) {
-            auto s = op::recv_multishot(sp.a, ring);
+            auto s = buf::recv_multishot(sp.a, ring);
             if (i % 2 == 0)
                 co_await op::nop();
         }
@@ -683,7 +684,7 @@ TEST(RecvStream, ReceivingAllocatesNothing) {
     SocketPair sp;
     BufferRing ring(rt, op::BufferGroup{19}, 4, 64);
     long during = rt.block_on([&]() -> Task<long> {
-        auto s = op::recv_multishot(sp.a, ring);
+        auto s = buf::recv_multishot(sp.a, ring);
         EXPECT_EQ(::send(sp.b, "warm", 4, 0), 4);
         (void)co_await s.next();
         long before = g_allocs.load();

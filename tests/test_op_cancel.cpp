@@ -59,7 +59,7 @@ TEST(CancelOp, ByFdOneAndAll) {
 TEST(CancelOp, ByFixedFd) {
     Runtime rt;
     Pipe p;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = p.r;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     rt.block_on([&]() -> Task<void> {

@@ -261,7 +261,7 @@ TEST(CmdSock, FixedFiles) {
     Runtime rt;
     SKIP_WITHOUT_SOCKET_CMDS(rt);
     TcpPair tcp;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[3] = {tcp.client, tcp.server, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {
@@ -462,7 +462,7 @@ TEST(CmdDiscard, DiscardsAnAlignedRangeOfALoopDevice) {
     EXPECT_TRUE(all_bytes(loop.fd(), 0, 8192, 0xab));
     EXPECT_TRUE(all_bytes(loop.fd(), 8192 + 16384, loop_size - 8192 - 16384, 0xab));
     // The end of the device, on a registered file.
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[1] = {loop.fd()};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {

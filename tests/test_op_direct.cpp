@@ -1,4 +1,4 @@
-// buf::FileTable and buf::BufferTable (register, sparse, update, unregister, allocation
+// op::FileTable and buf::BufferTable (register, sparse, update, unregister, allocation
 // range) and op/direct.hpp: files_update, fixed_fd_install.
 #include <gtest/gtest.h>
 
@@ -22,13 +22,13 @@ namespace {
 TEST(FileTable, RegisterUpdateUnregister) {
     Runtime rt;
     Pipe a, b;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     EXPECT_FALSE(files.registered());
     int fds[3] = {a.r, -1, b.r};
     ASSERT_EQ(files.register_files(fds), 0);
     EXPECT_EQ(files.size(), 3u);
     // A second table on the same ring is refused.
-    ringo::buf::FileTable second(rt);
+    ringo::op::FileTable second(rt);
     EXPECT_EQ(second.register_sparse(2), -EBUSY);
     // Update: slot 1 gets b's read end, slot 2 is emptied, slot 0 is skipped.
     int upd[3] = {compat::register_files_skip, b.r, -1};
@@ -58,7 +58,7 @@ TEST(FileTable, RegisterUpdateUnregister) {
 
 TEST(FileTable, RegisterBadFdAndUpdateWithoutTable) {
     Runtime rt;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int bad = closed_fd();
     EXPECT_EQ(files.register_files({&bad, 1}), -EBADF);
     int fd = 0;
@@ -70,7 +70,7 @@ TEST(FileTable, AllocRangeLimitsAllocation) {
     Runtime rt;
     TempDir dir;
     write_file(dir.file("f"), "f");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(8), 0);
     ASSERT_EQ(files.set_alloc_range(5, 2), 0);
     EXPECT_EQ(files.set_alloc_range(7, 4), -EINVAL);
@@ -85,7 +85,7 @@ TEST(FileTable, AllocRangeLimitsAllocation) {
 TEST(FilesUpdateOp, ReplacesAndAllocatesSlots) {
     Runtime rt;
     Pipe a, b, c;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(4), 0);
     ASSERT_EQ(::write(a.w, "a", 1), 1);
     ASSERT_EQ(::write(c.w, "c", 1), 1);
@@ -127,7 +127,7 @@ TEST(FixedFdInstall, InstallsARegularDescriptor) {
         GTEST_SKIP() << "kernel lacks IORING_OP_FIXED_FD_INSTALL (6.8)";
     TempDir dir;
     write_file(dir.file("f"), "installed");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(2), 0);
     rt.block_on([&]() -> Task<void> {
         std::string f = dir.file("f");

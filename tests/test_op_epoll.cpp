@@ -60,7 +60,7 @@ TEST(EpollOp, FixedEpollFd) {
     ev.data.u64 = 5;
     ASSERT_EQ(::epoll_ctl(ep, EPOLL_CTL_ADD, p.r, &ev), 0);
     ASSERT_EQ(::write(p.w, "x", 1), 1);
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = ep;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     rt.block_on([&]() -> Task<void> {

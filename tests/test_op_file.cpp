@@ -113,7 +113,7 @@ TEST_F(FileOp, ReadvWritevFixed) {
 TEST_F(FileOp, FixedFileReadWriteVectoredSync) {
     Runtime rt;
     Fd fd = open_rw("ff");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {-1, fd};
     ASSERT_EQ(files.register_files(fds), 0);
     fd.reset(); // the table keeps its own reference
@@ -152,7 +152,7 @@ TEST_F(FileOp, FixedFileAndFixedBufferTogether) {
     iovec reg = b.iov();
     ASSERT_EQ(bufs.register_buffers({&reg, 1}), 0);
     Fd fd = open_rw("both");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = fd;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     std::memcpy(b.p, "both registered", 15);
@@ -167,7 +167,7 @@ TEST_F(FileOp, FixedFileAdviceSyncAndDatasync) {
     Runtime rt;
     Fd fd = open_rw("fixed-advice");
     ASSERT_EQ(::write(fd, "0123456789", 10), 10);
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {fd, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {
@@ -192,7 +192,7 @@ TEST_F(FileOp, ReadvWritevFixedOnAFixedFile) {
     iovec reg = b.iov();
     ASSERT_EQ(bufs.register_buffers({&reg, 1}), 0);
     Fd fd = open_rw("vfixed-ff");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = fd;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     std::memcpy(b.p, "fixed", 5);
@@ -241,7 +241,7 @@ TEST_F(FileOp, WrongFixedIndexAndClosedFdForEveryFileOp) {
     Runtime rt;
     Fd fd = open_rw("wrong-index");
     Pipe a, b;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[3] = {fd, a.r, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     static char pool[2][16];
@@ -288,7 +288,7 @@ TEST_F(FileOp, Fallocate) {
 TEST_F(FileOp, FallocateFixedFile) {
     Runtime rt;
     Fd fd = open_rw("falloc-fixed");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = fd;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     rt.block_on([&]() -> Task<void> { EXPECT_EQ(co_await op::fallocate(Fixed{0}, 0, 0, 8192), 0); }());
@@ -341,7 +341,7 @@ TEST_F(FileOp, Ftruncate) {
     write_file(path("trunc"), "0123456789");
     Fd fd(::open(path("trunc").c_str(), O_RDWR | O_CLOEXEC));
     Fd ro(::open(path("trunc").c_str(), O_RDONLY | O_CLOEXEC));
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = fd;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     rt.block_on([&]() -> Task<void> {
@@ -381,7 +381,7 @@ TEST_F(FileOp, SpliceFixedFiles) {
     Fd src(::open(path("src").c_str(), O_RDONLY | O_CLOEXEC));
     Fd dst = open_rw("dst");
     Pipe p;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[4] = {src, p.w, p.r, dst};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {
@@ -414,7 +414,7 @@ TEST_F(FileOp, TeeFixedFiles) {
     Runtime rt;
     Pipe a, b;
     ASSERT_EQ(::write(a.w, "fx", 2), 2);
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {a.r, b.w};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> { EXPECT_EQ(co_await op::tee(Fixed{0}, Fixed{1}, 8), 2); }());

@@ -143,7 +143,7 @@ TEST(MsgRing, PassARegisteredFileToAnotherRing) {
     int slot_seen = -100;
     std::thread target([&] {
         Runtime rt;
-        ringo::buf::FileTable files(rt);
+        ringo::op::FileTable files(rt);
         if (files.register_sparse(4) != 0)
             std::abort();
         op::Mailbox box(rt);
@@ -163,7 +163,7 @@ TEST(MsgRing, PassARegisteredFileToAnotherRing) {
     });
     const op::Mailbox* box = ready.get_future().get();
     Runtime rt;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {p.r, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     int sent = rt.block_on([&]() -> Task<int> { co_return co_await op::msg_ring_fd(*box, 0); }());
@@ -177,7 +177,7 @@ TEST(MsgRing, Errors) {
     Runtime rt;
     Runtime other; // no file table
     Pipe p;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {p.r, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {

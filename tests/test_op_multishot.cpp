@@ -179,7 +179,7 @@ TEST(Multishot, AcceptOneCqePerConnectionThenCancel) {
 TEST(Multishot, AcceptDirectIntoFreeSlots) {
     Runtime rt;
     Listener l;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(4), 0);
     CqeLog log(rt);
     std::vector<Fd> clients;
@@ -217,7 +217,7 @@ TEST(Multishot, AcceptAndReadOnFixedFiles) {
         GTEST_SKIP() << "kernel lacks IORING_OP_READ_MULTISHOT (6.7)";
     Listener l;
     Pipe p(O_CLOEXEC | O_NONBLOCK);
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {l.fd, p.r};
     ASSERT_EQ(files.register_files(fds), 0);
     static char pool[2][32];
@@ -256,7 +256,7 @@ TEST(Multishot, AcceptAndReadOnFixedFiles) {
 TEST(Multishot, AcceptDirectEndsWhenTheTableIsFull) {
     Runtime rt;
     Listener l;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(1), 0);
     CqeLog log(rt);
     std::vector<Fd> clients;
@@ -447,7 +447,7 @@ TEST(Multishot, RecvmsgWithHeaderInEachBuffer) {
 TEST(Multishot, RecvOnFixedFile) {
     Runtime rt;
     TcpPair tcp;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[1] = {tcp.server};
     ASSERT_EQ(files.register_files(fds), 0);
     static char pool[2][32];
@@ -635,7 +635,7 @@ TEST(Multishot, PollReportsEachReadiness) {
 TEST(Multishot, PollRemoveAndFixedFile) {
     Runtime rt;
     Pipe p(O_CLOEXEC | O_NONBLOCK);
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[1] = {p.r};
     ASSERT_EQ(files.register_files(fds), 0);
     CqeLog log(rt), closed(rt), wrong(rt);

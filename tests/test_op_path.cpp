@@ -55,7 +55,7 @@ TEST_F(PathOp, Openat2) {
 TEST_F(PathOp, OpenatDirectIntoChosenAndAllocatedSlots) {
     Runtime rt;
     write_file(p("d"), "direct open");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(4), 0);
     rt.block_on([&]() -> Task<void> {
         EXPECT_EQ(co_await op::openat_direct(AT_FDCWD, p("d").c_str(), O_RDONLY, 0, 2), 0);
@@ -97,7 +97,7 @@ TEST_F(PathOp, OpenatDirectWithoutTable) {
 TEST_F(PathOp, Openat2Direct) {
     Runtime rt;
     write_file(p("d2"), "openat2 direct");
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(2), 0);
     rt.block_on([&]() -> Task<void> {
         open_how how{};
@@ -244,7 +244,7 @@ TEST_F(PathOp, FsetxattrFgetxattrPlainAndFixed) {
         GTEST_SKIP() << "the temporary directory's file system has no user xattrs: " << std::strerror(errno);
     Runtime rt;
     Fd fd(::open(p("fx").c_str(), O_RDWR | O_CLOEXEC));
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = fd;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     rt.block_on([&]() -> Task<void> {

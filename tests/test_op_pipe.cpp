@@ -57,7 +57,7 @@ TEST(PipeOp, DirectIntoAllocatedSlots) {
     Runtime rt;
     if (!have_pipe(rt))
         GTEST_SKIP() << "kernel lacks IORING_OP_PIPE (6.16)";
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(4), 0);
     rt.block_on([&]() -> Task<void> {
         int slots[2] = {-1, -1};

@@ -37,7 +37,7 @@ TEST(PollOp, ReadyAndWaiting) {
 TEST(PollOp, FixedFile) {
     Runtime rt;
     Pipe p;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {p.r, p.w};
     ASSERT_EQ(files.register_files(fds), 0);
     ASSERT_EQ(::write(p.w, "y", 1), 1);

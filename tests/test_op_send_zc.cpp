@@ -191,7 +191,7 @@ TEST(SendZc, SendmsgZc) {
 TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
     Runtime rt;
     UdpSocket rx, tx;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {tx.fd, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     op::ZcTracker t;
@@ -232,7 +232,7 @@ TEST(SendZc, FixedBufferAndFixedFile) {
     ringo::buf::BufferTable bufs(rt);
     iovec reg{mem, sizeof mem};
     ASSERT_EQ(bufs.register_buffers({&reg, 1}), 0);
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int one = tcp.client;
     ASSERT_EQ(files.register_files({&one, 1}), 0);
     op::ZcTracker t;

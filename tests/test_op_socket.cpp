@@ -85,7 +85,7 @@ TEST(SocketOp, SocketDirectBindListenAcceptDirect) {
     Runtime rt;
     if (!rt.supports(compat::opcode::bind))
         GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     ASSERT_EQ(files.register_sparse(8), 0);
     rt.block_on([&]() -> Task<void> {
         int ls = co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, op::alloc_slot);
@@ -160,7 +160,7 @@ TEST(SocketOp, SendtoUdp) {
 TEST(SocketOp, SendtoFixedFile) {
     Runtime rt;
     UdpSocket rx, tx;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {tx.fd, rx.fd};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {
@@ -205,7 +205,7 @@ TEST(SocketOp, SendmsgRecvmsg) {
 TEST(SocketOp, SendmsgRecvmsgFixedTcp) {
     Runtime rt;
     TcpPair tcp;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[2] = {tcp.client, tcp.server};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {
@@ -249,7 +249,7 @@ TEST(SocketOp, WrongFixedIndexAndBadPointers) {
     Runtime rt;
     TcpPair tcp;
     Listener l;
-    ringo::buf::FileTable files(rt);
+    ringo::op::FileTable files(rt);
     int fds[3] = {tcp.client, tcp.server, -1};
     ASSERT_EQ(files.register_files(fds), 0);
     rt.block_on([&]() -> Task<void> {

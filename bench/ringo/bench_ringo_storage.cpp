@@ -3,7 +3,7 @@
 // way a ringo user would: QD tasks, each awaiting one read or write at a time.
 //
 // Variants as bench_uring's: tokens joined with '-' or '+'. "fixed" registers the file (one-slot
-// buf::FileTable, operations name it op::Fixed{0}) and one buffer per task (buf::BufferTable, task i
+// op::FileTable, operations name it op::Fixed{0}) and one buffer per task (buf::BufferTable, task i
 // uses op::read_fixed / op::write_fixed with buffer index i), exactly what bench_uring's fixed
 // variant registers; the registration happens before the measured interval, as there.
 #include <ringo/ringo.hpp>
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     r.extra.emplace_back("setup_flags", "\"" + ringo::uring::setup_flags_to_string(rt->setup_flags()) + "\"");
 
     // Registered file and buffers (fixed variants), set up before the measured interval.
-    ringo::buf::FileTable files(*rt);
+    ringo::op::FileTable files(*rt);
     ringo::buf::BufferTable buffers(*rt);
     if (v.fixed) {
         if (int ret = files.register_files(std::span<const int>(&fd, 1)); ret < 0)

@@ -1,9 +1,9 @@
 // echo_ringo: ringo's version of bench/net's echo_uring (same command line, same summary JSON
 // line; see bench/net/README.md). Single-threaded TCP echo server on 127.0.0.1: an accept-loop
 // task and one task per connection (recv, then send until the whole chunk went back, again).
-// With --fixed every accepted socket is put into a registered file table (buf::FileTable,
+// With --fixed every accepted socket is put into a registered file table (op::FileTable,
 // sparse) and the connection's recv/send use op::Fixed{slot}. With --multishot a connection
-// keeps one multishot recv armed (op::recv_multishot) into a buffer ring shared by every
+// keeps one multishot recv armed (buf::recv_multishot) into a buffer ring shared by every
 // connection (buf::BufferRing, --ring-entries buffers of --buf bytes), sends each received
 // buffer back from the ring's memory, and the buffer returns to the ring when sent.
 // Runs until SIGTERM/SIGINT (a read of a signalfd through the ring), then prints one JSON line.
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <ringo/buf/buffer_ring.hpp>
-#include <ringo/buf/file_table.hpp>
+#include <ringo/op/file_table.hpp>
 #include <ringo/buf/recv_stream.hpp>
 
 #include "ringo_net.hpp"
@@ -40,7 +40,7 @@ const char* kUsage =
     "  --max-conns N   size of the registered file table with --fixed (default 4096)\n";
 
 struct Server {
-    ringo::buf::FileTable* table = nullptr;  // --fixed
+    ringo::op::FileTable* table = nullptr;  // --fixed
     ringo::buf::BufferRing* ring = nullptr;  // --multishot
     std::vector<unsigned> free_slots;        // --fixed
     int lfd = -1;
@@ -115,7 +115,7 @@ ringo::Task<void> serve_multishot(Server& s, int fd, int slot) {
     ConnGuard guard{s, fd, slot};
     const ringo::op::FileRef f = slot >= 0 ? ringo::op::FileRef(ringo::op::Fixed{static_cast<unsigned>(slot)})
                                            : ringo::op::FileRef(fd);
-    auto stream = ringo::op::recv_multishot(f, *s.ring);
+    auto stream = ringo::buf::recv_multishot(f, *s.ring);
     for (;;) {
         ringo::buf::Buffer b = co_await stream.next();
         if (!b) {
@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
     s.bufsz = bufsz;
     s.max_conns = max_conns;
     std::unique_ptr<ringo::Runtime> rt;
-    std::unique_ptr<ringo::buf::FileTable> table;
+    std::unique_ptr<ringo::op::FileTable> table;
     std::unique_ptr<ringo::buf::BufferRing> ring;
     try {
         rt = std::make_unique<ringo::Runtime>(ringo::RuntimeOptions{}.sq_entries(1024).cq_entries(8192));
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     if (fixed) {
-        table = std::make_unique<ringo::buf::FileTable>(*rt);
+        table = std::make_unique<ringo::op::FileTable>(*rt);
         ++nb::g_sys.ctl;
         if (int r = table->register_sparse(max_conns); r < 0) {
             std::fprintf(stderr, "echo_ringo: registering a sparse file table of %u: %s\n", max_conns, std::strerror(-r));

@@ -10,7 +10,7 @@
 // gathered while tasks run and submitted by the one io_uring_enter that also waits.
 //
 //   --mode ringo        op::recv / op::send on the socket fds
-//   --mode ringo-fixed  the 2N sockets registered (buf::FileTable), ops on op::Fixed{slot}
+//   --mode ringo-fixed  the 2N sockets registered (op::FileTable), ops on op::Fixed{slot}
 //
 // System calls: io_uring_enter calls are Runtime::stats().enters; the program itself makes no
 // system call in the measured region unless a pair fails (shutdown(2), counted).
@@ -20,7 +20,7 @@
 #include <memory>
 #include <vector>
 
-#include <ringo/buf/file_table.hpp>
+#include <ringo/op/file_table.hpp>
 
 #include "ringo_net.hpp"
 
@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
     while (want < 4 * nconns && want < 32768)
         want *= 2;
     std::unique_ptr<ringo::Runtime> rt;
-    std::unique_ptr<ringo::buf::FileTable> table;
+    std::unique_ptr<ringo::op::FileTable> table;
     try {
         rt = std::make_unique<ringo::Runtime>(ringo::RuntimeOptions{}.sq_entries(want).cq_entries(2 * want));
     } catch (const std::exception& e) {
@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
             fds.push_back(p.a);
             fds.push_back(p.b);
         }
-        table = std::make_unique<ringo::buf::FileTable>(*rt);
+        table = std::make_unique<ringo::op::FileTable>(*rt);
         if (int r = table->register_files(fds); r < 0) {
             table.reset();
             rt.reset();

@@ -9,8 +9,8 @@
 
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
-#include <ringo/core/pool.hpp>
 #include <ringo/core/runtime.hpp>
+#include <ringo/core/runtime_pool.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/core/time.hpp>
 
@@ -28,9 +28,10 @@
 #include <ringo/compose/when.hpp>
 #include <ringo/op/cancel.hpp>
 #include <ringo/op/cmd.hpp>
-#include <ringo/op/common.hpp>
 #include <ringo/op/direct.hpp>
 #include <ringo/op/epoll.hpp>
+#include <ringo/op/file_table.hpp>
+#include <ringo/op/flags.hpp>
 #include <ringo/op/futex.hpp>
 #include <ringo/op/msg_ring.hpp>
 #include <ringo/op/multishot.hpp>
@@ -38,12 +39,12 @@
 #include <ringo/op/poll.hpp>
 #include <ringo/op/probe.hpp>
 #include <ringo/op/process.hpp>
+#include <ringo/op/raw.hpp>
 #include <ringo/op/send_zc.hpp>
 #include <ringo/op/xattr.hpp>
 
 #include <ringo/buf/buffer_ring.hpp>
 #include <ringo/buf/buffer_table.hpp>
-#include <ringo/buf/file_table.hpp>
 #include <ringo/buf/recv_stream.hpp>
 
 #include <ringo/sync/channel.hpp>

@@ -20,7 +20,7 @@
 #include <utility>
 
 #include <ringo/core/runtime.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::buf {
 
@@ -199,7 +199,7 @@ struct BufferRingStats {
 /// A registered provided-buffer ring of one Runtime (IORING_REGISTER_PBUF_RING, 5.19):
 /// `entries` buffers of `buffer_size` bytes, in buffer group `group`. Pass group() to any
 /// operation that takes an op::BufferGroup, or read into it with a stream
-/// (op::recv_multishot(fd, ring), buf/recv_stream.hpp).
+/// (buf::recv_multishot(fd, ring), buf/recv_stream.hpp).
 ///
 /// Set-up errors throw, naming the problem: std::logic_error when constructed on a thread
 /// other than the one that created the runtime (checked first), std::invalid_argument for

@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <span>
 
-#include <ringo/buf/detail/registered_table.hpp>
+#include <ringo/core/detail/registered_table.hpp>
 #include <ringo/core/runtime.hpp>
 
 namespace ringo::buf {
@@ -36,7 +36,7 @@ struct BufferKind {
 /// buffer; the pinned pages count against RLIMIT_MEMLOCK for unprivileged processes). The
 /// table does not own the memory: keep each buffer alive and in place until it is
 /// unregistered. Destroying a BufferTable unregisters the table. Runtime's thread only.
-class BufferTable : public detail::RegisteredTable<detail::BufferKind> {
+class BufferTable : public ringo::detail::RegisteredTable<detail::BufferKind> {
 public:
     using RegisteredTable::RegisteredTable;
 

@@ -1,7 +1,7 @@
 // ringo/buf/recv_stream.hpp - multishot recv as a stream of received buffers.
 //
 //   buf::BufferRing ring(rt, op::BufferGroup{1}, 64, 4096);
-//   auto s = op::recv_multishot(fd, ring);
+//   auto s = buf::recv_multishot(fd, ring);
 //   while (buf::Buffer b = co_await s.next())
 //       consume(b.data(), b.size());          // b goes back to the ring at the end of the loop body
 //   // s.result(): 0 (the peer closed), or -errno (-ECANCELED, -EBADF, -ECONNRESET ...)
@@ -27,13 +27,14 @@
 #include <ringo/buf/buffer_ring.hpp>
 #include <ringo/core/detail/node_pool.hpp>
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 #include <ringo/op/multishot.hpp>
+#include <ringo/op/raw.hpp>
 
 namespace ringo::buf {
 
 class RecvStream;
-inline RecvStream start_recv_stream(op::FileRef fd, BufferRing& ring, int flags);
+[[nodiscard]] inline RecvStream recv_multishot(op::FileRef fd, BufferRing& ring, int flags = 0);
 
 namespace detail {
 
@@ -213,7 +214,7 @@ struct RecvNode : ringo::detail::Completion, BufferWaiter {
 } // namespace detail
 
 /// A multishot recv into a BufferRing, consumed with `co_await next()`. Made by
-/// op::recv_multishot(fd, ring); move-only; owner thread of the ring's runtime only.
+/// buf::recv_multishot(fd, ring); move-only; owner thread of the ring's runtime only.
 ///
 /// Destroying the stream (or dropping it mid-way) cancels its multishot with ASYNC_CANCEL;
 /// the state the kernel refers to stays alive until the operation's final CQE, and the
@@ -315,7 +316,7 @@ public:
     [[nodiscard]] std::uint64_t rearms() const noexcept { return n_ ? n_->rearms : 0; }
 
 private:
-    friend RecvStream start_recv_stream(op::FileRef, BufferRing&, int);
+    friend RecvStream recv_multishot(op::FileRef, BufferRing&, int);
     explicit RecvStream(detail::RecvNode* n) noexcept : n_(n) {}
 
     void close() noexcept {
@@ -337,9 +338,16 @@ private:
     detail::RecvNode* n_ = nullptr;
 };
 
-/// Starts a multishot recv on `fd` (a socket, plain or Fixed) into `ring` with recv(2)
-/// `flags`; see op::recv_multishot.
-inline RecvStream start_recv_stream(op::FileRef fd, BufferRing& ring, int flags) {
+/// A multishot recv (IORING_OP_RECV + IORING_RECV_MULTISHOT, 6.0) on socket `fd` (plain or
+/// Fixed) into the buffers of `ring`, as a stream: `co_await s.next()` yields each received
+/// chunk as a Buffer (given back to the ring when dropped), then an empty Buffer whose
+/// result() is the end (0: peer closed, -errno). The operation is armed here; its SQE goes
+/// to the kernel with the runtime's next submission. A ring that runs dry parks the stream
+/// until buffers come back (it does not end). Must be called on the ring's runtime, from a
+/// task (otherwise the stream is ended at once with -ENXIO). Allocates only for the first
+/// stream of a thread (the node pool). The raw operation without a stream is
+/// op::raw::prep_recv_multishot (op/multishot.hpp).
+inline RecvStream recv_multishot(op::FileRef fd, BufferRing& ring, int flags) {
     detail::RecvNode* n = detail::RecvNode::acquire();
     n->ring = ring.state();
     n->ring->ref();
@@ -355,19 +363,3 @@ inline RecvStream start_recv_stream(op::FileRef fd, BufferRing& ring, int flags)
 }
 
 } // namespace ringo::buf
-
-namespace ringo::op {
-
-/// A multishot recv (IORING_OP_RECV + IORING_RECV_MULTISHOT, 6.0) on socket `fd` (plain or
-/// Fixed) into the buffers of `ring`, as a stream: `co_await s.next()` yields each received
-/// chunk as a buf::Buffer (given back to the ring when dropped), then an empty Buffer whose
-/// result() is the end (0: peer closed, -errno). The operation is armed here; its SQE goes
-/// to the kernel with the runtime's next submission. A ring that runs dry parks the stream
-/// until buffers come back (it does not end). Must be called on the ring's runtime, from a
-/// task (otherwise the stream is ended at once with -ENXIO). Allocates only for the first
-/// stream of a thread (the node pool). See buf/recv_stream.hpp.
-[[nodiscard]] inline buf::RecvStream recv_multishot(FileRef fd, buf::BufferRing& ring, int flags = 0) {
-    return buf::start_recv_stream(fd, ring, flags);
-}
-
-} // namespace ringo::op

@@ -74,7 +74,7 @@ private:
     ExceptionSink* p_;
 };
 
-/// Shared by the runtimes of one RuntimePool (core/pool.hpp): the number of tasks alive on
+/// Shared by the runtimes of one RuntimePool (core/runtime_pool.hpp): the number of tasks alive on
 /// them (counted when spawned or posted, uncounted when they end), and the condition the
 /// pool waits on until it drops to zero.
 struct PoolLink {
@@ -270,7 +270,7 @@ private:
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
 
-    // For RuntimePool and switch_to (core/pool.hpp, src/pool.cpp).
+    // For RuntimePool and switch_to (core/runtime_pool.hpp, src/runtime_pool.cpp).
     /// The pool this runtime belongs to (set before it runs), or null.
     void set_pool_link(detail::PoolLink* l) noexcept { pool_ = l; }
     [[nodiscard]] detail::PoolLink* pool_link() const noexcept { return pool_; }

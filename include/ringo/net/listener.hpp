@@ -18,7 +18,7 @@
 
 #include <ringo/compose/cancel.hpp>
 #include <ringo/core/join_handle.hpp>
-#include <ringo/core/pool.hpp>
+#include <ringo/core/runtime_pool.hpp>
 #include <ringo/core/time.hpp>
 #include <ringo/op/socket.hpp>
 

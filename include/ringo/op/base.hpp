@@ -128,4 +128,12 @@ inline void prep_raw(io_uring_sqe* sqe, std::uint8_t opcode, int fd, std::uint64
     sqe->off = off;
 }
 
+/// The user_data an awaited operation carries while it is in flight: what poll_remove,
+/// poll_update, timeout_remove, timeout_update and async_cancel take to name it. Name the
+/// awaitable (`auto t = op::timeout(1s); co_await t;`) to be able to take its address.
+template <class D>
+[[nodiscard]] std::uint64_t user_data_of(const Op<D>& o) noexcept {
+    return reinterpret_cast<std::uint64_t>(static_cast<const detail::OpState*>(&o));
+}
+
 } // namespace ringo::op

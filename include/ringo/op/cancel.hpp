@@ -2,7 +2,7 @@
 #pragma once
 
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::op {
 

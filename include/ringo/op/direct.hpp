@@ -2,11 +2,11 @@
 #pragma once
 
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::op {
 
-/// IORING_OP_FILES_UPDATE (5.6): like buf::FileTable::update, but asynchronous: replaces
+/// IORING_OP_FILES_UPDATE (5.6): like op::FileTable::update, but asynchronous: replaces
 /// slots offset .. offset+nr-1 with `fds` (-1 empties a slot). The result is the number
 /// of slots updated, or -errno (-ENXIO: no table, -EINVAL: out of range, -EBADF: a bad
 /// fd). With `offset` = op::alloc_slot the kernel picks free slots and writes the chosen

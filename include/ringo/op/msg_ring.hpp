@@ -18,7 +18,7 @@
 #include <utility>
 
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::op {
 

@@ -7,7 +7,7 @@
 // last. op::async_cancel(raw::completion_user_data(c)) ends any of them (final CQE
 // -ECANCELED); so do poll_remove and timeout_remove for their kinds. An error ends the
 // operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Multishot recv
-// into a buffer ring is also a stream: op::recv_multishot(fd, ring) in buf/recv_stream.hpp.
+// into a buffer ring is also a stream: buf::recv_multishot(fd, ring) in buf/recv_stream.hpp.
 //
 //   struct Log : ringo::detail::Completion { ... };   // fn = &on_cqe
 //   op::raw::queue(rt, log, [&](io_uring_sqe* s) { op::raw::prep_poll_multishot(s, fd, POLLIN); });
@@ -16,7 +16,8 @@
 #include <sys/socket.h>
 
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
+#include <ringo/op/raw.hpp>
 
 namespace ringo::op::raw {
 

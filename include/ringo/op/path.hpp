@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::op {
 

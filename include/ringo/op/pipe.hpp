@@ -4,7 +4,7 @@
 #include <fcntl.h>
 
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::op {
 

@@ -17,7 +17,7 @@
 
 #include <ringo/core/detail/node_pool.hpp>
 #include <ringo/op/base.hpp>
-#include <ringo/op/common.hpp>
+#include <ringo/op/flags.hpp>
 
 namespace ringo::op {
 

@@ -1,15 +1,13 @@
-// ringo/buf/file_table.hpp - a runtime's registered file table.
+// ringo/op/file_table.hpp - a runtime's registered file table (the slots op::Fixed names).
 #pragma once
 
 #include <cerrno>
 #include <span>
 
-#include <ringo/buf/detail/registered_table.hpp>
+#include <ringo/core/detail/registered_table.hpp>
 #include <ringo/core/runtime.hpp>
 
-namespace ringo::buf {
-
-namespace detail {
+namespace ringo::detail {
 /// The liburing calls of the registered file table.
 struct FileKind {
     using Entry = int;
@@ -22,10 +20,12 @@ struct FileKind {
     }
     static int unregister(io_uring* r) noexcept { return io_uring_unregister_files(r); }
 };
-} // namespace detail
+} // namespace ringo::detail
+
+namespace ringo::op {
 
 /// The registered file table of one Runtime's ring (IORING_REGISTER_FILES): operations
-/// then name a file by its slot with op::Fixed{slot}, which saves the fd lookup and
+/// then name a file by its slot with Fixed{slot}, which saves the fd lookup and
 /// reference counting per operation, and the *_direct operations create files straight
 /// into slots. A ring has at most one table: a second FileTable on the same runtime gets
 /// -EBUSY from register calls.
@@ -35,7 +35,7 @@ struct FileKind {
 /// registers: the kernel keeps its own reference to each file, so closing an fd after
 /// registering it leaves the slot usable. Destroying a FileTable unregisters the table.
 /// Member functions must be called on the runtime's thread.
-class FileTable : public detail::RegisteredTable<detail::FileKind> {
+class FileTable : public ringo::detail::RegisteredTable<ringo::detail::FileKind> {
 public:
     using RegisteredTable::RegisteredTable;
 
@@ -47,11 +47,11 @@ public:
     /// -errno (-ENXIO: no table, -EINVAL: out of range, -EBADF: a bad fd; the kernel stops at
     /// the bad entry, whose slot it has already emptied).
     [[nodiscard]] int update(unsigned offset, std::span<const int> fds) noexcept { return update_entries(offset, fds); }
-    /// Restricts the slots op::alloc_slot may pick to [offset, offset+len) (6.0): 0 or -errno
+    /// Restricts the slots alloc_slot may pick to [offset, offset+len) (6.0): 0 or -errno
     /// (-EINVAL when the range passes the table's end or no table is registered).
     [[nodiscard]] int set_alloc_range(unsigned offset, unsigned len) noexcept {
         return io_uring_register_file_alloc_range(&ring(), offset, len);
     }
 };
 
-} // namespace ringo::buf
+} // namespace ringo::op

@@ -1,4 +1,4 @@
-// ringo/buf/detail/registered_table.hpp - what the registered file table and the registered
+// ringo/core/detail/registered_table.hpp - what the registered file table and the registered
 // buffer table share: one ring's table, registered whole or sparse, unregistered on
 // destruction.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include <ringo/core/runtime.hpp>
 
-namespace ringo::buf::detail {
+namespace ringo::detail {
 
 /// One registered table of a Runtime's ring. `Kind` supplies the liburing calls for its
 /// entries: `Entry` (int for files, iovec for buffers) and static functions
@@ -66,4 +66,4 @@ private:
     unsigned size_ = 0;
 };
 
-} // namespace ringo::buf::detail
+} // namespace ringo::detail

@@ -1,4 +1,4 @@
-#include <ringo/core/pool.hpp>
+#include <ringo/core/runtime_pool.hpp>
 
 #include <pthread.h>
 #include <sched.h>

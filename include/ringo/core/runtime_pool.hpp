@@ -1,4 +1,4 @@
-// ringo/core/pool.hpp - RuntimePool (one runtime per thread), spawn_on, switch_to.
+// ringo/core/runtime_pool.hpp - RuntimePool (one runtime per thread), spawn_on, switch_to.
 #pragma once
 
 #include <atomic>
