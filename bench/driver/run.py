@@ -9,7 +9,8 @@ says ok:false / errors > 0 is failed; a point with a failed run is shown as fail
 A program that reports "unsupported" (IOPOLL on a device without poll queues) is probed once per
 tier and shown as unsupported. A missing executable is "not built", not an error.
 
-    bench/driver/run.py [--profile quick|full] [--only FIG[,FIG]] [--list] [--dry-run]
+    python3 -m bench.driver [--profile quick|full] [--only FIG[,FIG]] [--list] [--dry-run]
+    (from the repository's root; scripts/bench builds everything first and runs it)
 """
 
 from __future__ import annotations
@@ -26,16 +27,12 @@ import string
 import sys
 import time
 
+from . import counting, execute, registry, report
+from . import load as load_mod
+from . import tiers as tiers_mod
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
-
-import counting  # noqa: E402
-import execute  # noqa: E402
-import load as load_mod  # noqa: E402
-import registry  # noqa: E402
-import report  # noqa: E402
-import tiers as tiers_mod  # noqa: E402
 
 FILE_SIZE = registry.FILE_SIZE
 BIN_RE = re.compile(r"<([A-Za-z0-9_.+-]+)>")
@@ -743,7 +740,7 @@ def main() -> int:
     return 0
 
 
-if __name__ == "__main__":
+def entry() -> None:
     try:
         sys.exit(main())
     except KeyboardInterrupt:

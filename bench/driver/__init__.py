@@ -1,0 +1,1 @@
+"""ringo's benchmark driver: `python3 -m bench.driver --help` from the repository's root."""

@@ -1,0 +1,3 @@
+from .run import entry
+
+entry()

@@ -1,0 +1,171 @@
+"""Tests of the benchmark driver: verdicts, strace parsing, the command line, and the report
+generated from a small recorded result set (tests/data: the micro figure's nop, yield and spawn
+panels at two counts, from a quick-profile run). Run from the repository's root:
+
+    python3 -m unittest discover -s bench/driver/tests -t .
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from bench.driver import counting, report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def _row(impl, x, values, **fields):
+    vals = sorted(values)
+    mid = vals[len(vals) // 2]
+    row = {"figure": "f", "panel": "", "x": x, "impl": impl, "tag": "", "ringo": impl.startswith("ringo"),
+           "status": "ok", "runs_ok": len(vals), "median": mid, "min": vals[0], "max": vals[-1], "values": vals,
+           "ranges": {}}
+    for k, v in fields.items():
+        row[k] = sorted(v)[len(v) // 2]
+        row["ranges"][k] = [min(v), max(v)]
+    return row
+
+
+def _res(rows, targets, higher_is_better=False):
+    return {"figure": "f", "title": "t", "kind": "micro", "higher_is_better": higher_is_better, "x_label": "count",
+            "panels": [{"name": "", "available": True}], "impls": [{"name": "ringo", "tag": ""},
+                                                                   {"name": "base", "tag": ""}],
+            "rows": rows, "targets": targets}
+
+
+def _target(min_ratio, on="", field="", max_value=None):
+    return {"ringo": "ringo", "baseline": "" if field else "base", "min_ratio": min_ratio, "where": "every x",
+            "text": "the target", "field": field, "max_value": max_value, "panel": "", "on": on}
+
+
+def _status(lines):
+    rows = [ln for ln in lines if ln.startswith("| ringo")]
+    assert len(rows) == 1, lines
+    return rows[0].split("|")[2].strip()
+
+
+class Verdicts(unittest.TestCase):
+    # lower is better: a speed-up is base / ringo; the target asks for at least 2x
+    def test_met_only_when_the_worst_runs_clear_the_bar(self):
+        res = _res([_row("ringo", 1, [40, 42, 44]), _row("base", 1, [90, 95, 100])], [_target(2.0)])
+        self.assertEqual(_status(report._targets_section(res)), "met")  # 90 / 44 = 2.05
+
+    def test_not_met_when_the_best_runs_miss_the_bar(self):
+        res = _res([_row("ringo", 1, [50, 52, 55]), _row("base", 1, [80, 85, 90])], [_target(2.0)])
+        self.assertEqual(_status(report._targets_section(res)), "**not met**")  # 90 / 50 = 1.8
+
+    def test_inconclusive_when_the_spread_straddles_the_bar(self):
+        # medians 45 vs 95 clear 2x, but ringo's worst run (60) against base's best (90) does not
+        res = _res([_row("ringo", 1, [40, 45, 60]), _row("base", 1, [90, 95, 100])], [_target(2.0)])
+        self.assertEqual(_status(report._targets_section(res)), "inconclusive")
+
+    def test_one_failing_point_fails_the_target(self):
+        rows = [_row("ringo", 1, [40, 41, 42]), _row("base", 1, [90, 91, 92]),
+                _row("ringo", 2, [60, 61, 62]), _row("base", 2, [90, 91, 92])]
+        self.assertEqual(_status(report._targets_section(_res(rows, [_target(2.0)]))), "**not met**")
+
+    def test_higher_is_better_metric(self):
+        res = _res([_row("ringo", 1, [200, 210, 220]), _row("base", 1, [95, 100, 99])], [_target(2.0)], True)
+        self.assertEqual(_status(report._targets_section(res)), "met")  # 200 / 100
+
+    def test_ratio_on_a_cost_field(self):
+        rows = [_row("ringo", 1, [1, 1, 1], cpu_us_per_op=[0.30, 0.31, 0.32]),
+                _row("base", 1, [9, 9, 9], cpu_us_per_op=[0.40, 0.41, 0.42])]
+        # on the metric ringo is 9x better; on CPU time 0.40 / 0.32 = 1.25x, short of 1.5x
+        self.assertEqual(_status(report._targets_section(_res(rows, [_target(1.5, on="cpu_us_per_op")]))),
+                         "**not met**")
+        self.assertEqual(_status(report._targets_section(_res(rows, [_target(1.2, on="cpu_us_per_op")]))), "met")
+
+    def test_value_target_across_runs(self):
+        t = [_target(0, field="cpu_us_per_op", max_value=0.060)]
+        for runs, want in (([0.050, 0.055, 0.058], "met"), ([0.061, 0.070, 0.080], "**not met**"),
+                           ([0.050, 0.055, 0.090], "inconclusive")):
+            res = _res([_row("ringo", 1, [1, 1, 1], cpu_us_per_op=runs)], t)
+            self.assertEqual(_status(report._targets_section(res)), want, runs)
+
+
+STRACE_SAMPLE = """\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 61.20    0.004200          12       333           io_uring_enter
+ 20.00    0.001372          10       137           mmap
+  9.00    0.000617           9        64         3 openat
+  0.10    0.000010          10         1           exit_group
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.006199                   535         3 total
+"""
+
+
+class Strace(unittest.TestCase):
+    def test_summary_counts_every_call_but_the_total_line(self):
+        calls = counting.parse_strace_summary(STRACE_SAMPLE)
+        self.assertEqual(calls, {"io_uring_enter": 333, "mmap": 137, "openat": 64, "exit_group": 1})
+        self.assertEqual(sum(calls.values()), 535)
+
+    def test_garbage_gives_nothing(self):
+        self.assertEqual(counting.parse_strace_summary("strace: exec: No such file or directory\n"), {})
+
+    @unittest.skipUnless(counting.have_strace(), "strace is not installed")
+    def test_real_strace_run(self):
+        path = counting.strace_file()
+        subprocess.run(counting.strace_prefix(path) + [sys.executable, "-c", "import os; [os.getppid() for _ in range(50)]"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        calls = counting.read_strace(path)
+        self.assertIsNotNone(calls)
+        self.assertGreaterEqual(calls.get("getppid", 0), 50)
+        self.assertFalse(os.path.exists(path))
+
+
+class CommandLine(unittest.TestCase):
+    def run_driver(self, *args):
+        return subprocess.run([sys.executable, "-m", "bench.driver", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60)
+
+    def test_list_names_every_figure(self):
+        p = self.run_driver("--list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        for fig in ("seqread", "randread", "syncasync", "echo", "pingpong", "pipes", "micro"):
+            self.assertIn(f"{fig}: ", p.stdout)
+
+    def test_unknown_figure_is_refused(self):
+        p = self.run_driver("--only", "nosuchfigure", "--list")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown figure", p.stderr)
+
+
+class ReportFromRecordedResults(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ringo-driver-test-")
+        for f in os.listdir(os.path.join(HERE, "data")):
+            shutil.copy(os.path.join(HERE, "data", f), self.dir)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_report(self):
+        path = report.write_all(self.dir, log=lambda *a: None)
+        with open(path) as fh:
+            text = fh.read()
+        self.assertTrue(os.path.exists(os.path.join(self.dir, "micro.csv")))
+        self.assertIn("## Runtime micro benchmarks (`micro`)", text)
+        self.assertIn("every program pinned to CPU 1", text)
+        # the recorded run was taken while other work ran: marked
+        self.assertIn("**Taken under load:**", text)
+        # strace-counted syscall columns are marked, and the yield panel compares kernel entries
+        self.assertIn("ˢ counted in a separate untimed run", text)
+        self.assertIn("| monoio | 0.334 (0.34) | 0.333 (0.333) |", text)
+        # NOP: wall, CPU and callgrind instructions side by side; the target judged on CPU time
+        self.assertIn("| ringo | 1,000,000 | 390 | 347 | 167 |", text)
+        self.assertRegex(text, r"NOP round trip within 5 % of raw liburing's CPU time \(nop\) \| met \| 1\.25x")
+        # the spawn target, judged across the runs' spread
+        self.assertRegex(text, r"at most 0\.5x Monoio's time per task \(spawn\) \| \*\*not met\*\* \| 1\.48x at 1,000,000")
+
+
+if __name__ == "__main__":
+    unittest.main()
