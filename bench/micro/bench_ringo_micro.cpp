@@ -2,6 +2,7 @@
 // baselines (bench/rust/README.md), for the suite's "micro" figure:
 //   bench_ringo_micro spawn --count N [--batch B] | yield --count N [--in task|root] | nop --count N
 //                                            (spawn: B tasks alive at once, all N by default)
+//   bench_ringo_micro switch --count N      two tasks yielding in turn: N switches between them
 //   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
 //   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
 //   bench_ringo_micro timeouts --count N [--sq-entries S]   N pending with_timeout waits: bytes and
@@ -84,6 +85,14 @@ ringo::Task<long> yield_loop(long n) {
     for (long i = 0; i < n; ++i)
         co_await ringo::yield();
     co_return n;
+}
+
+// Two spawned tasks yielding in turn: each yield hands the thread to the other task, so every
+// operation is a switch between two tasks (`n` switches in all).
+ringo::Task<long> switch_loop(long n) {
+    auto a = ringo::spawn(yield_loop(n / 2));
+    auto b = ringo::spawn(yield_loop(n - n / 2));
+    co_return co_await a + co_await b;
 }
 
 // Runs `body` as a spawned task (--in task, the default, as the Rust programs do) instead of
@@ -544,6 +553,8 @@ int main(int argc, char** argv) {
         ok = rt.block_on(spawn_loop(count, spawn_batch <= 0 || spawn_batch > count ? count : spawn_batch));
     else if (sub == "yield")
         ok = in_root ? rt.block_on(yield_loop(count)) : rt.block_on(in_task(yield_loop(count)));
+    else if (sub == "switch")
+        ok = rt.block_on(switch_loop(count));
     else if (sub == "nop")
         ok = rt.block_on(nop_loop(count));
     else if (sub == "channel") {
