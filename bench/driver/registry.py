@@ -375,6 +375,47 @@ WHEN_ALL_NOPS = 1 << 20
 WHEN_ALL_BATCHES = (8, 32, 128)
 
 
+# Where each program of the figures comes from (`python3 -m bench.driver --list` prints it per
+# figure; a test checks that every program a figure names is here and its source exists).
+PROGRAM_SOURCES = {
+    "bench_uring": "bench/storage/bench_uring.cpp",
+    "bench_aio": "bench/storage/bench_aio.cpp",
+    "bench_sync": "bench/storage/bench_sync.cpp",
+    "bench_ringo_storage": "bench/ringo/bench_ringo_storage.cpp",
+    "bench_echo_client": "bench/net/echo_client.cpp",
+    "echo_epoll": "bench/net/echo_epoll.cpp",
+    "echo_uring": "bench/net/echo_uring.cpp",
+    "echo_uring_fixed": "bench/net/echo_uring.cpp",
+    "echo_asio": "bench/net/echo_asio.cpp",
+    "echo_ringo": "bench/ringo/echo_ringo.cpp",
+    "bench_pingpong": "bench/net/pingpong.cpp",
+    "pingpong_ringo": "bench/ringo/pingpong_ringo.cpp",
+    "bench_pipes": "bench/net/pipes.cpp",
+    "pipes_ringo": "bench/ringo/pipes_ringo.cpp",
+    "bench_ringo_micro": "bench/micro/bench_ringo_micro.cpp",
+    "bench_micro_uring": "bench/micro/bench_micro_uring.cpp",
+    "bench_asio_micro": "bench/net/micro_asio.cpp",
+    "ringo-bench-monoio": "bench/rust/monoio/src/main.rs",
+    "ringo-bench-monoio-xthread": "bench/rust/monoio/src/xthread.rs",
+    "ringo-bench-compio": "bench/rust/compio/src/main.rs",
+    "ringo-bench-tokio": "bench/rust/tokio/src/main.rs",
+}
+
+
+def programs_of(fig: "Figure") -> list[str]:
+    """The programs a figure runs, in the order its implementations name them."""
+    import re
+    found: list[str] = []
+    cmds = [fig.client] if fig.client else []
+    for i in fig.impls:
+        cmds += [i.cmd] if isinstance(i.cmd, str) else list(i.cmd.values()) if isinstance(i.cmd, dict) else []
+    for c in cmds:
+        for n in re.findall(r"<([A-Za-z0-9_.+-]+)>", c if isinstance(c, str) else ""):
+            if n not in found:
+                found.append(n)
+    return found
+
+
 # Micro panels whose programs run two threads (the driver pins them to two CPUs, each program
 # placing one thread per CPU); every other single-process program is pinned to one CPU.
 TWO_THREAD_SUBS = {"xthread-channel", "pool-spawn"}

@@ -686,6 +686,10 @@ def main() -> int:
     if args.list:
         for f in figs:
             print(f"{f.name}: {f.title}")
+            for prog in registry.programs_of(f):
+                print(f"    program {prog:28s} {registry.PROGRAM_SOURCES.get(prog, '(source not listed)')}")
+            if any(i.kind == "fio" for i in f.impls):
+                print(f"    program {'fio':28s} (installed: the fio package)")
             for i in f.impls:
                 tmpl = i.cmd if isinstance(i.cmd, str) else ", ".join(f"{k}={v}" for k, v in i.cmd.items())
                 print(f"    {i.name:32s} [{'/'.join(i.profiles)}] {tmpl}")

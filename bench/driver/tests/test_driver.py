@@ -133,6 +133,16 @@ class CommandLine(unittest.TestCase):
         for fig in ("seqread", "randread", "syncasync", "echo", "pingpong", "pipes", "micro"):
             self.assertIn(f"{fig}: ", p.stdout)
 
+    def test_list_gives_every_program_its_source(self):
+        from bench.driver import registry
+        p = self.run_driver("--list")
+        for fig in registry.FIGURES:
+            for prog in registry.programs_of(fig):
+                src = registry.PROGRAM_SOURCES.get(prog)
+                self.assertIsNotNone(src, f"{prog} (figure {fig.name}) has no source in PROGRAM_SOURCES")
+                self.assertTrue(os.path.exists(os.path.join(ROOT, src)), src)
+                self.assertIn(f"program {prog}", p.stdout)
+
     def test_unknown_figure_is_refused(self):
         p = self.run_driver("--only", "nosuchfigure", "--list")
         self.assertEqual(p.returncode, 2)
