@@ -20,8 +20,8 @@ namespace {
 
 std::atomic<std::size_t> g_mapped_bytes{0};
 
-constexpr std::size_t first_chunk = 64 * 1024;
-constexpr std::size_t huge_chunk = 2 * 1024 * 1024; // the x86-64 huge page
+constexpr std::size_t first_chunk = std::size_t{64} * 1024;
+constexpr std::size_t huge_chunk = std::size_t{2} * 1024 * 1024; // the x86-64 huge page
 
 // What ended threads left: their free lists (whole lists, one entry each) and the unused
 // rest of their chunks. Chunks are never unmapped, so a frame stays valid wherever it goes.

@@ -16,7 +16,7 @@ namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
 
-void ExceptionSink::report(std::exception_ptr e) noexcept {
+void ExceptionSink::report(const std::exception_ptr& e) noexcept {
     reported.fetch_add(1, std::memory_order_relaxed);
     if (handler) {
         handler(e);
@@ -137,7 +137,15 @@ int Runtime::send_wake_msg(std::uint64_t user_data) noexcept {
 }
 
 Runtime::~Runtime() {
-    shutdown();
+    // A destructor must not throw: what shutdown could throw (no memory for the run queue,
+    // the kernel refusing every submission) is reported, and what it had not freed leaks.
+    try {
+        shutdown();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ringo: ~Runtime: shutdown stopped early (%s); some task frames may leak\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "ringo: ~Runtime: shutdown stopped early; some task frames may leak\n");
+    }
     std::lock_guard lk(remote_m_); // no poster is still writing the eventfd
     if (wake_fd_ >= 0)
         ::close(wake_fd_);
@@ -523,7 +531,8 @@ void Runtime::shutdown() {
         sqe->user_data = 0;
         int r = ring_.submit(1, true);
         if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME) {
-            std::fprintf(stderr, "ringo: io_uring_enter failed during shutdown: %s\n", std::strerror(-r));
+            std::fprintf(stderr, "ringo: io_uring_enter failed during shutdown: %s\n",
+                         std::error_code(-r, std::generic_category()).message().c_str());
             break;
         }
         reap_without_resuming();

@@ -4,6 +4,7 @@
 #include <sched.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <exception>
 #include <latch>
 #include <system_error>
@@ -78,7 +79,7 @@ struct RuntimePool::Start {
     explicit Start(std::size_t n) : started(static_cast<std::ptrdiff_t>(n)), teardown(static_cast<std::ptrdiff_t>(n)) {}
 };
 
-RuntimePool::RuntimePool(std::size_t threads, PoolOptions options) {
+RuntimePool::RuntimePool(std::size_t threads, const PoolOptions& options) {
     if (threads == 0)
         throw std::invalid_argument("ringo: RuntimePool needs at least one thread (got 0)");
     std::vector<RuntimeOptions> opts;
@@ -155,7 +156,17 @@ void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
     rt.reset();
 }
 
-RuntimePool::~RuntimePool() { shutdown(); }
+RuntimePool::~RuntimePool() {
+    // A destructor must not throw: a failure to stop (a thread that cannot be joined) is
+    // reported instead.
+    try {
+        shutdown();
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ringo: ~RuntimePool: shutdown failed (%s)\n", e.what());
+    } catch (...) {
+        std::fprintf(stderr, "ringo: ~RuntimePool: shutdown failed\n");
+    }
+}
 
 Runtime& RuntimePool::runtime(std::size_t i) const {
     if (i >= slots_.size())

@@ -68,7 +68,7 @@ public:
     /// Starts `threads` threads, each with a Runtime set up from `options`. Throws
     /// std::invalid_argument for 0 threads; the exception of a runtime that cannot be set
     /// up (std::system_error, ...) after stopping the threads already started.
-    explicit RuntimePool(std::size_t threads, PoolOptions options = {});
+    explicit RuntimePool(std::size_t threads, const PoolOptions& options = {});
     RuntimePool(std::size_t threads, const RuntimeOptions& options)
         : RuntimePool(threads, PoolOptions{}.runtime(options)) {}
     /// shutdown(). Must not run on one of the pool's own threads.

@@ -133,7 +133,7 @@ struct ExceptionSink {
             delete this;
     }
     /// Counts the exception and hands it to the handler (default: prints it to stderr).
-    void report(std::exception_ptr e) noexcept;
+    void report(const std::exception_ptr& e) noexcept;
 };
 
 /// Runs when a spawned task reaches its final suspend point; returns what to resume next.
