@@ -378,28 +378,7 @@ void Runtime::make_sq_room() {
 }
 
 void Runtime::reap_without_resuming() {
-    cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) {
-        if ((ud & detail::tag_mask) == 0) {
-            if (auto* op = reinterpret_cast<detail::OpState*>(ud)) {
-                --in_flight_;
-                op->res = res;
-                op->cqe_flags = fl;
-                if (!discard_)
-                    ready_.push(op->h);
-            }
-        } else if ((ud & detail::tag_mask) == detail::tag_group_member) {
-            auto* op = reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask);
-            --in_flight_;
-            op->res = res;
-            op->cqe_flags = fl;
-            auto* g = static_cast<detail::GroupHead*>(op->h.address());
-            if (--g->remaining == 0 && !discard_)
-                ready_.push(g->waiter);
-        } else {
-            auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
-            c->fn(c, res, fl);
-        }
-    });
+    cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { route(ud, res, fl, QueueOnly{this}); });
 }
 
 void Runtime::reap_overflow() {

@@ -306,29 +306,55 @@ private:
     void reap_overflow();
     void reap_without_resuming();
     void handle_submit_error(int r);
-    void dispatch(std::uint64_t ud, int res, std::uint32_t flags) {
-        if ((ud & detail::tag_mask) == 0) [[likely]] {
+    /// Where a CQE goes, decoded in this one place. An awaited operation (tag bits clear)
+    /// gets its result and its coroutine goes to `resume` (inline from the loop, to the run
+    /// queue elsewhere); a member of a group (tag_group_member) gets its result and the
+    /// group's waiter goes to `resume` after the last member; a Completion (tag_completion)
+    /// runs its fn.
+    template <class Resume>
+    void route(std::uint64_t ud, int res, std::uint32_t flags, Resume&& resume) {
+        const std::uint64_t tag = ud & detail::tag_mask;
+        if (tag == 0) [[likely]] {
             auto* op = reinterpret_cast<detail::OpState*>(ud);
-            if (!op) [[unlikely]]
+            if (!op) [[unlikely]] // ringo's own requests that need no answer (shutdown's cancel)
                 return;
             --in_flight_;
             op->res = res;
             op->cqe_flags = flags;
-            ++resumptions_;
-            op->h.resume();
-        } else if ((ud & detail::tag_mask) == detail::tag_group_member) {
+            resume(op->h);
+        } else if (tag == detail::tag_group_member) {
             auto* op = reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask);
             --in_flight_;
             op->res = res;
             op->cqe_flags = flags;
             auto* g = static_cast<detail::GroupHead*>(op->h.address());
             if (--g->remaining == 0)
-                ready_.push(g->waiter);
+                resume.queue(g->waiter);
         } else {
             auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
             c->fn(c, res, flags);
         }
     }
+    /// From the loop: an operation's coroutine resumes at once; a group's waiter is queued.
+    struct ResumeInline {
+        Runtime* rt;
+        void operator()(std::coroutine_handle<> h) const {
+            ++rt->resumptions_;
+            h.resume();
+        }
+        void queue(std::coroutine_handle<> h) const { rt->ready_.push(h); }
+    };
+    /// Elsewhere (making room in a full SQ, shutdown): everything is queued, or dropped while
+    /// the runtime is being destroyed.
+    struct QueueOnly {
+        Runtime* rt;
+        void operator()(std::coroutine_handle<> h) const {
+            if (!rt->discard_)
+                rt->ready_.push(h);
+        }
+        void queue(std::coroutine_handle<> h) const { (*this)(h); }
+    };
+    void dispatch(std::uint64_t ud, int res, std::uint32_t flags) { route(ud, res, flags, ResumeInline{this}); }
     io_uring_sqe* get_sqe_slow();
     void make_sq_room();
     void submit_or_throw(unsigned wait_nr, bool get_events) {
