@@ -490,6 +490,10 @@ FIGURES: list[Figure] = [
                "fio rows: CPU is fio's own usr_cpu + sys_cpu for the job, which may leave out glibc's POSIX AIO "
                "helper threads; fio reports no syscall count. posixaio syscalls (ours) are aio_suspend calls plus "
                "one pread/pwrite per request made by glibc's helper threads.",
+               "posixaio (ours) waits like fio's engine (checks completions before it sleeps, reaps every "
+               "finished request, sleeps in aio_suspend only on requests in progress) but sleeps until a quarter "
+               "of the queue has finished where fio wakes per completion: glibc runs one file's requests in order "
+               "on one helper thread, and each wake-up costs that thread a futex wake.",
                "Buffered random writes on the loop tier are slow for every engine alike (page-cache writeback "
                "through ext4 and the loop device dominates)."]),
     Figure(
