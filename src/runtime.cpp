@@ -100,40 +100,12 @@ Runtime::Runtime(const RuntimeOptions& options)
       owner_thread_(std::this_thread::get_id()), exc_sink_(options.detached_exception_handler()) {
     using namespace uring::compat::setup;
     wants_events_ = (ring_.setup_flags() & (defer_taskrun | iopoll)) != 0;
-    wake_.fn = &Runtime::on_wake;
-    wake_.rt = this;
-    ring_wake_.fn = &Runtime::on_ring_wake;
-    ring_wake_.rt = this;
-    ring_wake_sent_.fn = &Runtime::on_ring_wake_sent;
-    ring_wake_sent_.rt = this;
-    remote_.reserve(64);
-    remote_swap_.reserve(64);
-    // Cross-thread wake-ups: a ring-less MSG_RING (IORING_REGISTER_SEND_MSG_RING, 6.13) posts
-    // a CQE into this ring from any thread, with nothing pending here. Older kernels: an
-    // eventfd whose read stays armed in the ring (IOSQE_IO_DRAIN then also waits for it).
-    if (send_wake_msg(0) == 0) {
-        msg_wake_ = true;
-    } else {
-        wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-        if (wake_fd_ < 0)
-            throw std::system_error(errno, std::generic_category(), "ringo: eventfd for cross-thread wake-ups");
-        arm_wake();
-    }
+    inbox_.start();
     // Hand what setup queued to the kernel now and drop the probe's CQE, so the counters
     // start from a quiet ring.
     submit_or_throw(0, true);
     reap();
     cqes_ = 0;
-}
-
-int Runtime::send_wake_msg(std::uint64_t user_data) noexcept {
-    io_uring_sqe sqe;
-    std::memset(&sqe, 0, sizeof sqe);
-    sqe.opcode = uring::compat::opcode::msg_ring;
-    sqe.fd = ring_.fd();
-    sqe.off = user_data; // the target CQE's user_data; res = len = 0
-    long r = ::syscall(__NR_io_uring_register, -1, uring::compat::reg::send_msg_ring, &sqe, 1);
-    return r < 0 ? -errno : static_cast<int>(r);
 }
 
 Runtime::~Runtime() {
@@ -146,9 +118,6 @@ Runtime::~Runtime() {
     } catch (...) {
         std::fprintf(stderr, "ringo: ~Runtime: shutdown stopped early; some task frames may leak\n");
     }
-    std::lock_guard lk(remote_m_); // no poster is still writing the eventfd
-    if (wake_fd_ >= 0)
-        ::close(wake_fd_);
 }
 
 RuntimeStats Runtime::stats() const noexcept {
@@ -161,39 +130,17 @@ RuntimeStats Runtime::stats() const noexcept {
     s.detached_exceptions = exc_sink_->reported.load(std::memory_order_relaxed);
     s.backpressure_events = backpressure_;
     s.ops_in_flight = in_flight_;
-    s.remote_items = remote_items_.load(std::memory_order_relaxed);
-    s.wakeups = wakeups_.load(std::memory_order_relaxed);
-    s.wakeups_by_sqe = wakeups_by_sqe_.load(std::memory_order_relaxed);
+    s.remote_items = inbox_.items();
+    s.wakeups = inbox_.wakeups();
+    s.wakeups_by_sqe = inbox_.wakeups_by_sqe();
     s.tasks_migrated_in = migrated_in_;
     return s;
 }
 
-void Runtime::arm_wake() {
-    io_uring_sqe* sqe = get_sqe();
-    io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof wake_buf_, 0);
-    sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&wake_)) | detail::tag_completion;
-    wake_armed_ = true;
-}
-
-void Runtime::on_wake(detail::Completion* c, int res, std::uint32_t) {
-    Runtime* rt = static_cast<WakeCompletion*>(c)->rt;
-    rt->drain_remote();
-    if (rt->msg_wake_)
-        return;
-    rt->wake_armed_ = false;
-    if (res != -ECANCELED && !rt->discard_)
-        rt->arm_wake();
-}
-
 void Runtime::drain_remote() {
-    {
-        std::lock_guard lk(remote_m_);
-        wake_pending_ = false;
-        remote_swap_.swap(remote_);
-    }
+    std::vector<detail::Inbox::Item>& items = inbox_.take();
     bool sweep = false;
-    remote_items_.fetch_add(remote_swap_.size(), std::memory_order_relaxed);
-    for (const RemoteItem& it : remote_swap_) {
+    for (const detail::Inbox::Item& it : items) {
         if (!it.addr) { // a cancellation request from another thread
             sweep = true;
             continue;
@@ -214,7 +161,7 @@ void Runtime::drain_remote() {
         }
         ready_.push(std::coroutine_handle<>::from_address(it.addr));
     }
-    remote_swap_.clear();
+    items.clear();
     if (sweep) {
         bool all = cancel_all_.exchange(false, std::memory_order_acq_rel);
         for (detail::PromiseBase* p = tasks_; p; p = p->next_)
@@ -224,7 +171,7 @@ void Runtime::drain_remote() {
 }
 
 void Runtime::post_migration(detail::PromiseBase& p, std::coroutine_handle<> h) {
-    post_remote({h.address(), reinterpret_cast<detail::PromiseBase*>(reinterpret_cast<std::uintptr_t>(&p) | 1)});
+    inbox_.post({h.address(), reinterpret_cast<detail::PromiseBase*>(reinterpret_cast<std::uintptr_t>(&p) | 1)});
 }
 
 void Runtime::cancel_all_tasks() noexcept {
@@ -234,7 +181,7 @@ void Runtime::cancel_all_tasks() noexcept {
 
 void Runtime::request_cancel_all() {
     cancel_all_.store(true, std::memory_order_release);
-    post_remote({nullptr, nullptr});
+    inbox_.post({nullptr, nullptr});
 }
 
 void Runtime::flush_submissions() noexcept {
@@ -247,7 +194,7 @@ void Runtime::finish_outgoing_wakes() noexcept {
     detail::t_current = this; // on_ring_wake_sent books the CQE on the current runtime
     flush_submissions();
     reap_without_resuming(); // failed messages (sent again by system call)
-    while (outgoing_wakes_ > 0) {
+    while (inbox_.outgoing() > 0) {
         int r = ring_.submit(1, true);
         if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME)
             break;
@@ -256,103 +203,22 @@ void Runtime::finish_outgoing_wakes() noexcept {
     detail::t_current = prev;
 }
 
-bool Runtime::queue_ring_wake(Runtime& target) noexcept {
-    if (!supports(uring::compat::opcode::msg_ring))
-        return false;
-    io_uring_sqe* sqe;
-    try {
-        sqe = get_sqe();
-    } catch (...) {
-        return false;
-    }
-    std::memset(sqe, 0, sizeof *sqe);
-    sqe->opcode = uring::compat::opcode::msg_ring;
-    sqe->fd = target.ring_fd();
-    sqe->off = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&target.ring_wake_)) |
-               detail::tag_completion; // the CQE posted on the target
-    sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&target.ring_wake_sent_)) |
-                     detail::tag_completion; // this ring's own CQE of the message
-    if (features() & uring::compat::feat::cqe_skip) {
-        // No CQE here unless it fails: the sender's next wait is not cut short by its own
-        // message. The kernel takes its reference to the target ring when the SQE is
-        // submitted, so a pool only has to submit before any runtime closes its ring.
-        sqe->flags |= uring::compat::sqe_flag::cqe_skip_success;
-    } else {
-        ++in_flight_;
-        ++outgoing_wakes_;
-    }
-    return true;
-}
-
-void Runtime::on_ring_wake(detail::Completion* c, int, std::uint32_t) { static_cast<RingWake*>(c)->rt->drain_remote(); }
-
-void Runtime::on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t) {
-    // Runs on the sender; `c` belongs to the target.
-    Runtime* sender = detail::t_current;
-    if (sender && !(sender->features() & uring::compat::feat::cqe_skip)) {
-        --sender->in_flight_;
-        --sender->outgoing_wakes_;
-    }
-    // The message did not arrive (-EOVERFLOW, ...): wake the target another way, unless the
-    // sender is being destroyed (its pool has stopped every runtime already).
-    if (res < 0 && !(sender && sender->discard_)) [[unlikely]]
-        static_cast<RingWake*>(c)->rt->wake_by_syscall();
-}
-
-void Runtime::wake_by_syscall() noexcept {
-    if (msg_wake_) {
-        send_wake_msg(reinterpret_cast<std::uint64_t>(static_cast<detail::Completion*>(&wake_)) |
-                      detail::tag_completion);
-    } else {
-        std::uint64_t one = 1;
-        [[maybe_unused]] ssize_t r = ::write(wake_fd_, &one, sizeof one);
-    }
-}
-
-void Runtime::post(std::coroutine_handle<> h) { post_remote({h.address(), nullptr}); }
+void Runtime::post(std::coroutine_handle<> h) { inbox_.post({h.address(), nullptr}); }
 
 void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) {
     if (pool_)
         pool_->task_started();
-    post_remote({h.address(), &p});
+    inbox_.post({h.address(), &p});
 }
 
-void Runtime::post_spawn_counted(detail::PromiseBase& p, std::coroutine_handle<> h) { post_remote({h.address(), &p}); }
+void Runtime::post_spawn_counted(detail::PromiseBase& p, std::coroutine_handle<> h) { inbox_.post({h.address(), &p}); }
 
 void Runtime::request_cancel(detail::PromiseBase& p) {
     // The flag first, then the owner: a task that moves with switch_to meanwhile finds the
     // flag when it arrives (see drain_remote), or this reads its new owner.
     p.own_ctx_.remote_request.store(true, std::memory_order_seq_cst);
     Runtime* owner = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_seq_cst);
-    (owner ? owner : this)->post_remote({nullptr, nullptr});
-}
-
-void Runtime::post_remote(RemoteItem item) {
-    // From a runtime of the same pool the wake-up is an IORING_OP_MSG_RING SQE on the
-    // sender's own ring, submitted with its other SQEs (the pool keeps every runtime alive
-    // until all of them have stopped and sent their last message).
-    Runtime* sender = detail::t_current;
-    bool by_ring =
-        sender && sender != this && pool_ && sender->pool_ == pool_ && !sender->discard_ && !sender->drain_used_;
-    {
-        // Otherwise the wake-up is written under the lock: once the item is visible the target
-        // may run it, finish, and start destroying itself, and its destructor takes this lock
-        // before it closes the eventfd.
-        std::lock_guard lk(remote_m_);
-        remote_.push_back(item);
-        if (wake_pending_)
-            return;
-        wake_pending_ = true;
-        wakeups_.fetch_add(1, std::memory_order_relaxed);
-        if (!by_ring) {
-            wake_by_syscall();
-            return;
-        }
-    }
-    if (sender->queue_ring_wake(*this))
-        wakeups_by_sqe_.fetch_add(1, std::memory_order_relaxed);
-    else
-        wake_by_syscall();
+    (owner ? owner : this)->inbox_.post({nullptr, nullptr});
 }
 
 io_uring_sqe* Runtime::get_sqe_slow() {
@@ -503,7 +369,7 @@ void Runtime::shutdown() {
     discard_ = true;
     // 1. Cancel every operation still in flight and wait for each one's final CQE, so no
     //    kernel write can land in a frame we are about to free. Nothing is resumed.
-    while (in_flight_ > 0 || wake_armed_) {
+    while (in_flight_ > 0 || inbox_.read_armed()) {
         io_uring_sqe* sqe = get_sqe();
         io_uring_prep_cancel64(sqe, 0, 0);
         sqe->cancel_flags = uring::compat::async_cancel_any | uring::compat::async_cancel_all;

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <ringo/core/detail/completion.hpp>
+#include <ringo/core/detail/inbox.hpp>
 #include <ringo/core/detail/run_queue.hpp>
 #include <ringo/core/detail/timer_heap.hpp>
 #include <ringo/core/options.hpp>
@@ -27,38 +29,6 @@ namespace detail {
 struct RuntimeAccess;
 
 extern constinit thread_local Runtime* t_current;
-
-/// The state every awaited operation keeps in its coroutine frame. Its address (low bits
-/// clear) is the SQE's user_data; the CQE's result lands in `res` and resumes `h`. It is
-/// also the Waitable its task's cancellation context points at while the operation is in
-/// flight (cancel_fn submits ASYNC_CANCEL for it).
-struct OpState : Waitable {
-    std::coroutine_handle<> h;
-    int res;                 // set by the completion (or by await_suspend on early errors)
-    std::uint32_t cqe_flags; // set by the completion
-};
-
-/// A completion that is not a plain coroutine resumption (internal wake-ups, multishot
-/// streams, zero-copy notifications). Its user_data is its address | tag_completion.
-/// `fn` must not resume coroutines inline; it schedules them.
-struct Completion {
-    void (*fn)(Completion* self, int res, std::uint32_t flags) = nullptr;
-};
-
-inline constexpr std::uint64_t tag_completion = 1;
-inline constexpr std::uint64_t tag_group_member = 2;
-inline constexpr std::uint64_t tag_mask = 7;
-
-/// The result an operation of a group holds until its final CQE (no CQE carries it).
-inline constexpr int res_pending = -0x7fffffff - 1;
-
-/// What the runtime needs of a group of operations awaited as one (compose/detail/group.hpp): the
-/// awaiting coroutine and how many CQEs are still to come. A member's OpState::h holds the
-/// GroupHead's address.
-struct GroupHead {
-    std::coroutine_handle<> waiter{};
-    std::size_t remaining = 0;
-};
 
 /// A runtime's reference to its ExceptionSink (created with the runtime, released with it).
 class ExceptionSinkRef {
@@ -282,7 +252,7 @@ private:
     /// Called when an IOSQE_IO_DRAIN operation is prepared on this ring (compose drain()):
     /// a drained SQE holds back every later one until all earlier operations complete, so
     /// from then on this runtime wakes other runtimes by system call, not by MSG_RING SQE.
-    void note_drain_used() noexcept { drain_used_ = true; }
+    void note_drain_used() noexcept { inbox_.note_drain_used(); }
     /// Cancels every task registered here (owner thread).
     void cancel_all_tasks() noexcept;
     /// Asks this runtime, from any thread, to cancel every task registered here.
@@ -362,9 +332,6 @@ private:
         if (r < 0) [[unlikely]]
             handle_submit_error(r);
     }
-    void arm_wake();
-    int send_wake_msg(std::uint64_t user_data) noexcept;
-    static void on_wake(detail::Completion* c, int res, std::uint32_t flags);
     void drain_remote();
     void shutdown();
     void fire_timers(std::uint64_t now);
@@ -389,42 +356,14 @@ private:
     detail::PromiseBase* tasks_ = nullptr; // live spawned tasks
     detail::TimerHeap timers_;
 
-    // Cross-thread wake-ups: an eventfd read is always armed.
-    struct WakeCompletion : detail::Completion {
-        Runtime* rt;
-    } wake_{};
-    int wake_fd_ = -1;
-    std::uint64_t wake_buf_ = 0;
-    bool wake_armed_ = false;
-    bool msg_wake_ = false;     // wake-ups by ring-less MSG_RING instead of the eventfd
-    bool wake_pending_ = false; // guarded by remote_m_
-    std::mutex remote_m_;
-    struct RemoteItem {
-        void* addr;
-        detail::PromiseBase* spawn;
-    };
-    std::vector<RemoteItem> remote_;
-    std::vector<RemoteItem> remote_swap_;
-    void post_remote(RemoteItem item);
+    // What other threads post here, and how they wake this runtime.
+    friend class detail::Inbox;
+    detail::Inbox inbox_{*this};
 
-    // Pool membership and runtime-to-runtime wake-ups (additions for RuntimePool).
+    // Pool membership (RuntimePool).
     detail::PoolLink* pool_ = nullptr;
     std::atomic<bool> cancel_all_{false};
-    std::atomic<std::uint64_t> remote_items_{0};
-    std::atomic<std::uint64_t> wakeups_{0};
-    std::atomic<std::uint64_t> wakeups_by_sqe_{0};
     std::uint64_t migrated_in_ = 0;
-    std::uint32_t outgoing_wakes_ = 0; // MSG_RING wake-ups this runtime sent, CQE not yet seen
-    bool drain_used_ = false;
-    struct RingWake : detail::Completion {
-        Runtime* rt;
-    };
-    RingWake ring_wake_{};      // target side: the CQE a MSG_RING wake-up posts here
-    RingWake ring_wake_sent_{}; // sender side: the sender's own CQE of that MSG_RING (failure -> resend)
-    static void on_ring_wake(detail::Completion* c, int res, std::uint32_t flags);
-    static void on_ring_wake_sent(detail::Completion* c, int res, std::uint32_t flags);
-    bool queue_ring_wake(Runtime& target) noexcept; // sender side, owner thread of *this
-    void wake_by_syscall() noexcept;
 };
 
 namespace detail {

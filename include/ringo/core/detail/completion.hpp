@@ -1,0 +1,44 @@
+// ringo/core/detail/completion.hpp - what a CQE's user_data points at.
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+
+#include <ringo/core/task.hpp>
+
+namespace ringo::detail {
+
+/// The state every awaited operation keeps in its coroutine frame. Its address (low bits
+/// clear) is the SQE's user_data; the CQE's result lands in `res` and resumes `h`. It is
+/// also the Waitable its task's cancellation context points at while the operation is in
+/// flight (cancel_fn submits ASYNC_CANCEL for it).
+struct OpState : Waitable {
+    std::coroutine_handle<> h;
+    int res;                 // set by the completion (or by await_suspend on early errors)
+    std::uint32_t cqe_flags; // set by the completion
+};
+
+/// A completion that is not a plain coroutine resumption (internal wake-ups, multishot
+/// streams, zero-copy notifications). Its user_data is its address | tag_completion.
+/// `fn` must not resume coroutines inline; it schedules them.
+struct Completion {
+    void (*fn)(Completion* self, int res, std::uint32_t flags) = nullptr;
+};
+
+inline constexpr std::uint64_t tag_completion = 1;
+inline constexpr std::uint64_t tag_group_member = 2;
+inline constexpr std::uint64_t tag_mask = 7;
+
+/// The result an operation of a group holds until its final CQE (no CQE carries it).
+inline constexpr int res_pending = -0x7fffffff - 1;
+
+/// What the runtime needs of a group of operations awaited as one (compose/detail/group.hpp): the
+/// awaiting coroutine and how many CQEs are still to come. A member's OpState::h holds the
+/// GroupHead's address.
+struct GroupHead {
+    std::coroutine_handle<> waiter{};
+    std::size_t remaining = 0;
+};
+
+} // namespace ringo::detail
