@@ -164,9 +164,10 @@ void Runtime::drain_remote() {
     items.clear();
     if (sweep) {
         bool all = cancel_all_.exchange(false, std::memory_order_acq_rel);
-        for (detail::PromiseBase* p = tasks_; p; p = p->next_)
-            if (p->own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel) || all)
-                detail::cancel(p->own_ctx_);
+        tasks_.for_each([all](detail::PromiseBase& p) {
+            if (p.own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel) || all)
+                detail::cancel(p.own_ctx_);
+        });
     }
 }
 
@@ -175,8 +176,7 @@ void Runtime::post_migration(detail::PromiseBase& p, std::coroutine_handle<> h) 
 }
 
 void Runtime::cancel_all_tasks() noexcept {
-    for (detail::PromiseBase* p = tasks_; p; p = p->next_)
-        detail::cancel(p->own_ctx_);
+    tasks_.for_each([](detail::PromiseBase& p) { detail::cancel(p.own_ctx_); });
 }
 
 void Runtime::request_cancel_all() {
@@ -389,19 +389,19 @@ void Runtime::shutdown() {
     //    JoinHandles), so repeat until a pass frees nothing.
     for (bool progress = true; progress;) {
         progress = false;
-        for (detail::PromiseBase* p = tasks_; p;) {
-            detail::PromiseBase* next = p->next_;
-            if (p->join_.load(std::memory_order_acquire) == detail::join_detached) {
-                unregister_task(*p);
-                std::coroutine_handle<>::from_address(p->frame_).destroy();
+        // (Destroying a frame only changes the join state of the tasks its handles held:
+        // none leaves the list but the one destroyed.)
+        tasks_.for_each([&](detail::PromiseBase& p) {
+            if (p.join_.load(std::memory_order_acquire) == detail::join_detached) {
+                tasks_.unlink(p);
+                std::coroutine_handle<>::from_address(p.frame_).destroy();
                 progress = true;
             }
-            p = next;
-        }
+        });
     }
     // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners.
-    while (detail::PromiseBase* p = tasks_) {
-        unregister_task(*p);
+    while (detail::PromiseBase* p = tasks_.first()) {
+        tasks_.unlink(*p);
         std::uintptr_t old = p->join_.exchange(detail::join_abandoned, std::memory_order_acq_rel);
         if (old == detail::join_detached) {
             std::coroutine_handle<>::from_address(p->frame_).destroy();

@@ -17,6 +17,7 @@
 #include <ringo/core/detail/completion.hpp>
 #include <ringo/core/detail/inbox.hpp>
 #include <ringo/core/detail/run_queue.hpp>
+#include <ringo/core/detail/task_list.hpp>
 #include <ringo/core/detail/timer_heap.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/task.hpp>
@@ -207,26 +208,11 @@ private:
         ++tasks_spawned_;
         if (pool_) [[unlikely]]
             pool_->task_started();
-        link_task(p);
+        tasks_.link(p);
     }
-    void link_task(detail::PromiseBase& p) noexcept {
-        p.prev_ = nullptr;
-        p.next_ = tasks_;
-        if (tasks_)
-            tasks_->prev_ = &p;
-        tasks_ = &p;
-    }
-    /// Takes `p` off the list of live tasks; its link words then hold an empty result
-    /// (PromiseBase::exc_ empty, no sink).
-    void unregister_task(detail::PromiseBase& p) noexcept {
-        if (p.prev_)
-            p.prev_->next_ = p.next_;
-        else if (tasks_ == &p)
-            tasks_ = p.next_;
-        if (p.next_)
-            p.next_->prev_ = p.prev_;
-        std::construct_at(&p.exc_); // prev_'s stale link is even: no sink tag
-    }
+    void link_task(detail::PromiseBase& p) noexcept { tasks_.link(p); }
+    /// Takes `p` off the list of live tasks (TaskList::unlink).
+    void unregister_task(detail::PromiseBase& p) noexcept { tasks_.unlink(p); }
     /// yield(): queue `h` and hand control straight to the next ready task while the
     /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
     std::coroutine_handle<> yield_to_next(std::coroutine_handle<> h) {
@@ -353,7 +339,7 @@ private:
     std::uint64_t tasks_spawned_ = 0;
     detail::ExceptionSinkRef exc_sink_;
     std::uint64_t backpressure_ = 0;
-    detail::PromiseBase* tasks_ = nullptr; // live spawned tasks
+    detail::TaskList tasks_; // live spawned tasks
     detail::TimerHeap timers_;
 
     // What other threads post here, and how they wake this runtime.
