@@ -570,9 +570,10 @@ FIGURES: list[Figure] = [
                "cost of arming and disarming one; `ms` is `count` arm + disarm cycles with them pending.",
                "spawn at 1 000 000 tasks: ringo carves task frames from 2 MiB chunks marked for transparent "
                "huge pages (about 4 500 page faults per million tasks, against Monoio's 19 500). On the "
-               "reference VM a run either gets its huge pages quickly or waits for the host to back them, "
-               "so ringo's runs at this count are bimodal (about 90 ms or about 290 ms when measured alone); "
-               "the min and max show which. Without the hint ringo takes 35 000 faults and 130-175 ms."]),
+               "reference VM those faults are either fast or slow for a whole run, so ringo's runs at this "
+               "count are bimodal (about 90 ms or about 290 ms when measured alone; the min and max show "
+               "which). Not compaction (compact_stall stays 0); most likely the host backing the memory "
+               "again. Without the hint ringo takes 35 000 faults and 130-175 ms."]),
 ]
 
 FIGURE_NAMES = [f.name for f in FIGURES]
