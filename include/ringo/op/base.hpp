@@ -17,6 +17,31 @@ inline constexpr std::size_t max_rw_count = 0x7ffff000;
 
 inline unsigned clamp_len(std::size_t n) noexcept { return static_cast<unsigned>(n > max_rw_count ? max_rw_count : n); }
 
+/// The IOSQE_* flags an operation awaitable adds to its SQE (the composition layer sets
+/// them: links, drain, async). Shared by Op and the zero-copy send's ZcOp.
+template <class Derived>
+class SqeFlags {
+public:
+    /// Adds IOSQE_* flags to the SQE.
+    Derived& with_sqe_flags(std::uint8_t f) & noexcept {
+        sqe_flags_ |= f;
+        return static_cast<Derived&>(*this);
+    }
+    Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
+        sqe_flags_ |= f;
+        return static_cast<Derived&&>(*this);
+    }
+    [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
+
+protected:
+    /// ORs the flags into `sqe` (after the operation prepared it).
+    void apply_sqe_flags(io_uring_sqe* sqe) const noexcept {
+        if (sqe_flags_) [[unlikely]]
+            sqe->flags |= sqe_flags_;
+    }
+    std::uint8_t sqe_flags_ = 0;
+};
+
 /// Base of every operation awaitable. `Derived` provides `static constexpr std::uint8_t
 /// opcode` and `void prepare(io_uring_sqe*)`. The state lives in the awaitable itself,
 /// which sits in the awaiting coroutine's frame: awaiting costs no heap allocation.
@@ -25,7 +50,7 @@ inline unsigned clamp_len(std::size_t n) noexcept { return static_cast<unsigned>
 /// >= 0, or -errno. Without a runtime on the thread it yields -ENXIO; when the kernel's
 /// probe lacks the opcode it yields -EOPNOTSUPP without submitting anything.
 template <class Derived>
-class [[nodiscard]] Op : public detail::OpState {
+class [[nodiscard]] Op : public detail::OpState, public SqeFlags<Derived> {
 public:
     Op() noexcept { cancel_fn = &cancel_self; }
 
@@ -40,8 +65,7 @@ public:
             return refuse(rt, ctx);
         io_uring_sqe* sqe = rt->get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
-        if (sqe_flags_) [[unlikely]]
-            sqe->flags |= sqe_flags_;
+        this->apply_sqe_flags(sqe);
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
         rt->op_started();
@@ -56,20 +80,6 @@ public:
 
     /// The CQE flags of the completion (IORING_CQE_F_*), valid after the await.
     [[nodiscard]] std::uint32_t result_flags() const noexcept { return this->cqe_flags; }
-
-    /// Adds IOSQE_* flags to the SQE (used by the composition layer).
-    Derived& with_sqe_flags(std::uint8_t f) & noexcept {
-        sqe_flags_ |= f;
-        return static_cast<Derived&>(*this);
-    }
-    Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
-        sqe_flags_ |= f;
-        return static_cast<Derived&&>(*this);
-    }
-    [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
-
-protected:
-    std::uint8_t sqe_flags_ = 0;
 
 private:
     // One rule for every path that submits (a single await, a group, raw::queue): the

@@ -175,7 +175,7 @@ inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
 /// says it is released. Results without a runtime, for a cancelled task, and for an opcode
 /// the kernel lacks are as for every operation (-ENXIO, -ECANCELED, -EOPNOTSUPP).
 template <class Derived>
-class [[nodiscard]] ZcOp {
+class [[nodiscard]] ZcOp : public SqeFlags<Derived> {
 public:
     explicit ZcOp(ZcTracker& t) noexcept : tracker_(&t) {}
     bool await_ready() const noexcept { return false; }
@@ -206,8 +206,7 @@ public:
         n->flags_out = &flags_;
         tracker_->attach(n);
         static_cast<Derived*>(this)->prepare(sqe);
-        if (sqe_flags_)
-            sqe->flags |= sqe_flags_;
+        this->apply_sqe_flags(sqe);
         sqe->user_data =
             reinterpret_cast<std::uint64_t>(static_cast<ringo::detail::Completion*>(n)) | ringo::detail::tag_completion;
         rt->op_started();
@@ -225,14 +224,6 @@ public:
     }
     /// The first CQE's flags (IORING_CQE_F_MORE when a notification follows).
     [[nodiscard]] std::uint32_t result_flags() const noexcept { return flags_; }
-    Derived& with_sqe_flags(std::uint8_t f) & noexcept {
-        sqe_flags_ |= f;
-        return static_cast<Derived&>(*this);
-    }
-    Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
-        sqe_flags_ |= f;
-        return static_cast<Derived&&>(*this);
-    }
 
 private:
     struct CancelWaitable : ringo::detail::Waitable {
@@ -246,7 +237,6 @@ private:
     ZcTracker* tracker_;
     int res_ = 0;
     std::uint32_t flags_ = 0;
-    std::uint8_t sqe_flags_ = 0;
     CancelWaitable waitable_;
     ringo::detail::CancelCtx* ctx_ = nullptr;
 };
