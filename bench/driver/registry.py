@@ -245,6 +245,13 @@ ECHO_CLIENT = ("<bench_echo_client> --port {port} --conns {connections} --msg 10
 ECHO_MSG = 1024  # the --msg above
 
 
+def echo_server_msgs(j: dict):
+    """The messages an echo server echoed in its life (its bytes / 1024), or the client's count
+    when the server reports no bytes."""
+    srv = j.get("server") or {}
+    return srv["bytes"] / ECHO_MSG if srv.get("bytes") else j.get("msgs")
+
+
 def _echo_server_cpu_ns_per_msg(j: dict):
     """The echo figure's measure: the server process's CPU time (user + system, its whole life:
     set-up, the run, the drain) divided by the messages it echoed in that life (its bytes / 1024).
@@ -255,7 +262,7 @@ def _echo_server_cpu_ns_per_msg(j: dict):
         cpu = srv["cpu_seconds"] * 1e9
     if cpu is None or cpu < 0:
         return None
-    msgs = srv["bytes"] / ECHO_MSG if srv.get("bytes") else j.get("msgs")
+    msgs = echo_server_msgs(j)
     return cpu / msgs if msgs else None
 
 

@@ -152,10 +152,13 @@ def _status_text(r: dict) -> str:
     return {"failed": "**failed**", "unsupported": "unsupported"}.get(r["status"], r["status"])
 
 
-def _speedup(res, a, b):
+def _speedup(res, a, b, higher_is_better=None):
+    """ringo's speed-up `a` over `b` (> 1: ringo better), in the figure's direction unless
+    `higher_is_better` is given (a cost field such as CPU time is lower-is-better)."""
     if a is None or b is None or a <= 0 or b <= 0:
         return None
-    return a / b if res["higher_is_better"] else b / a
+    hib = res["higher_is_better"] if higher_is_better is None else higher_is_better
+    return a / b if hib else b / a
 
 
 def _x_head(res, x) -> str:
@@ -628,18 +631,17 @@ def _targets_section(res) -> list[str]:
             on = t.get("on", "")
             # the metric's direction, or lower is better for a cost field (CPU time, instructions)
             hib = res["higher_is_better"] if not on else False
-            sp = (lambda a, b: (a / b if hib else b / a) if a and b and a > 0 and b > 0 else None)
             points = []
             for x in xs:
                 a, b = _cell(res, pname, x, t["ringo"]), _cell(res, pname, x, t["baseline"])
                 if not (a and b and a["status"] == "ok" and b["status"] == "ok"):
                     continue
                 (am, alo, ahi), (bm, blo, bhi) = _bounds(a, on), _bounds(b, on)
-                med = sp(am, bm)
+                med = _speedup(res, am, bm, hib)
                 if med is None:
                     continue
-                worst = sp(alo, bhi) if hib else sp(ahi, blo)
-                best = sp(ahi, blo) if hib else sp(alo, bhi)
+                worst = _speedup(res, alo, bhi, hib) if hib else _speedup(res, ahi, blo, hib)
+                best = _speedup(res, ahi, blo, hib) if hib else _speedup(res, alo, bhi, hib)
                 need = t["min_ratio"]
                 v = "met" if worst >= need else ("not met" if best < need else "inconclusive")
                 points.append((x, med, worst, best, v))

@@ -240,11 +240,7 @@ class Runner:
         if r.status != "ok" or not calls:
             c.counted["strace_error"] = r.error or "strace wrote no summary"
             return
-        if server:
-            srv = r.data.get("server") or {}
-            ops = srv["bytes"] / registry.ECHO_MSG if srv.get("bytes") else r.data.get("msgs")
-        else:
-            ops = r.data.get("ops")
+        ops = registry.echo_server_msgs(r.data) if server else r.data.get("ops")
         if not ops:
             c.counted["strace_error"] = "the straced run reported no operation count"
             return
