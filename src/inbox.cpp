@@ -151,7 +151,7 @@ std::vector<Inbox::Item>& Inbox::take() {
     {
         std::lock_guard lk(m_);
         wake_pending_ = false;
-        taken_.clear(); // what a caller left (it threw while walking it) is not taken twice
+        taken_.clear(); // the previous batch, walked by the caller
         taken_.swap(posted_);
     }
     items_.fetch_add(taken_.size(), std::memory_order_relaxed);

@@ -161,7 +161,6 @@ void Runtime::drain_remote() {
         }
         ready_.push(std::coroutine_handle<>::from_address(it.addr));
     }
-    items.clear();
     if (sweep) {
         bool all = cancel_all_.exchange(false, std::memory_order_acq_rel);
         tasks_.for_each([all](detail::PromiseBase& p) {

@@ -42,8 +42,8 @@ public:
     void start();
     /// Posts one item; wakes the owner if this is the first since it last looked. Any thread.
     void post(Item item);
-    /// The items posted since the last call (owner thread). The vector stays the inbox's:
-    /// the caller walks it and clears it before the next call.
+    /// The items posted since the last call (owner thread). The vector stays the inbox's and
+    /// is valid until the next call.
     std::vector<Item>& take();
 
     /// The eventfd's read is still in the ring (it must be cancelled before the ring goes).
