@@ -48,21 +48,21 @@ void PromiseBase::spawned_task_failed() noexcept {
     exc_sink_tagged_ = reinterpret_cast<std::uintptr_t>(detail::RuntimeAccess::exception_sink(*rt).acquire()) | 1;
 }
 
-std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
-    Runtime* rt = p.owner_;
-    if (!p.ended_with_exception()) [[likely]]
-        detail::RuntimeAccess::unregister_task(*rt, p);
+namespace {
+// The rest of on_spawned_final: a task of a pool, a detached task, a joiner on another
+// runtime or a plain thread. `old` is the join state the task's end replaced.
+[[gnu::noinline]] std::coroutine_handle<> spawned_final_slow(PromiseBase& p, std::coroutine_handle<> self, Runtime* rt,
+                                                             PoolLink* pool, std::uintptr_t old) noexcept {
     // A pool counts its live tasks; the count drops last, once this task touches nothing
     // of the pool any more.
     struct PoolCount {
         PoolLink* l;
         ~PoolCount() {
-            if (l) [[unlikely]]
+            if (l)
                 l->task_ended();
         }
-    } pool_count{detail::RuntimeAccess::pool_link(*rt)};
-    std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
-    if (old == join_running) [[likely]]
+    } pool_count{pool};
+    if (old == join_running || old == join_abandoned)
         return std::noop_coroutine();
     if (old == join_detached) {
         if (p.ended_with_exception()) {
@@ -86,6 +86,27 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
         tw->cv.notify_one();
     }
     return std::noop_coroutine();
+}
+} // namespace
+
+std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
+    Runtime* rt = p.owner_;
+    if (!p.ended_with_exception()) [[likely]]
+        detail::RuntimeAccess::unregister_task(*rt, p);
+    PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
+    // Once join_ says completed, a joiner on another thread may free the frame: only
+    // locals from here on.
+    std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
+    if (pool == nullptr) [[likely]] {
+        if (old == join_running) // nobody waits yet
+            return std::noop_coroutine();
+        if (old > join_abandoned) { // a joiner: a coroutine on this runtime is the common one
+            auto* w = reinterpret_cast<JoinWaiter*>(old);
+            if (w->h && (w->rt == rt || w->rt == nullptr)) [[likely]]
+                return w->h;
+        }
+    }
+    return spawned_final_slow(p, self, rt, pool, old);
 }
 
 } // namespace detail
@@ -125,7 +146,7 @@ RuntimeStats Runtime::stats() const noexcept {
     s.sqes_submitted = ring_.sqes_submitted();
     s.enters = ring_.enters();
     s.cqes = cqes_;
-    s.resumptions = resumptions_;
+    s.resumptions = resumptions_ + (turn_budget_ - budget_); // and those of a turn under way
     s.tasks_spawned = tasks_spawned_;
     s.detached_exceptions = exc_sink_->reported.load(std::memory_order_relaxed);
     s.backpressure_events = backpressure_;
@@ -275,14 +296,16 @@ void Runtime::handle_submit_error(int r) {
 }
 
 void Runtime::run_ready() {
-    budget_ = flush_interval_;
+    // Every resumption of the turn, here and by yield_to_next, takes one from budget_: the
+    // turn's resumptions are counted once, at its end, not one by one.
+    budget_ = turn_budget_ = flush_interval_;
     do {
         --budget_;
         auto h = ready_.pop();
-        ++resumptions_;
         h.resume();
     } while (budget_ != 0 && !ready_.empty());
-    budget_ = 0;
+    resumptions_ += turn_budget_ - budget_;
+    budget_ = turn_budget_ = 0;
 }
 
 void Runtime::run(std::coroutine_handle<> root) {

@@ -124,7 +124,7 @@ public:
             return s == detail::join_completed || s == detail::join_abandoned;
         }
         template <class P>
-        bool await_suspend(std::coroutine_handle<P> h) noexcept {
+        [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) noexcept {
             w.h = h;
             w.rt = detail::t_current;
             std::uintptr_t expected = detail::join_running;
@@ -189,13 +189,16 @@ private:
 // spawn, yield, block_on
 
 namespace detail {
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_spawn_of_empty_task() {
+    throw std::logic_error("ringo: spawn of an empty Task");
+}
 /// Takes the frame of `task` for a spawn on `rt`: owned by rt, its own cancellation root.
 /// Throws std::logic_error for an empty Task.
 template <class T>
 std::coroutine_handle<Promise<T>> take_for_spawn(Runtime& rt, Task<T>& task) {
     auto h = task.release();
-    if (!h)
-        throw std::logic_error("ringo: spawn of an empty Task");
+    if (!h) [[unlikely]]
+        throw_spawn_of_empty_task();
     auto& p = h.promise();
     p.owner_ = &rt;
     p.frame_ = h.address();
@@ -219,13 +222,22 @@ JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
     return JoinHandle<T>{h};
 }
 
+namespace detail {
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_spawn_outside_runtime() {
+    throw std::logic_error("ringo: spawn() outside a runtime; use spawn(runtime, task)");
+}
+} // namespace detail
+
 /// Starts `task` on the current runtime. Throws std::logic_error outside a runtime.
 template <class T>
 JoinHandle<T> spawn(Task<T> task) {
     Runtime* rt = detail::t_current;
-    if (!rt)
-        throw std::logic_error("ringo: spawn() outside a runtime; use spawn(runtime, task)");
-    return spawn(*rt, std::move(task));
+    if (!rt) [[unlikely]]
+        detail::throw_spawn_outside_runtime();
+    auto h = detail::take_for_spawn(*rt, task); // on this thread: no post needed
+    detail::RuntimeAccess::register_task(*rt, h.promise());
+    rt->schedule(h);
+    return JoinHandle<T>{h};
 }
 
 /// Lets the other ready tasks run; resumes after them. Outside a runtime it does nothing.

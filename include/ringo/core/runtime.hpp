@@ -220,8 +220,7 @@ private:
             ready_.push(h);
             return std::noop_coroutine();
         }
-        --budget_;
-        ++resumptions_;
+        --budget_; // counted in resumptions_ when the turn ends (run_ready)
         return ready_.rotate(h);
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
@@ -329,6 +328,7 @@ private:
     std::uint32_t in_flight_ = 0;
     unsigned flush_interval_;
     unsigned budget_ = 0;        // resumptions left before the loop flushes I/O
+    unsigned turn_budget_ = 0;   // budget_ when this turn of run_ready began; 0 outside it
     std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
     bool discard_ = false;
