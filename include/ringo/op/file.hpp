@@ -19,22 +19,37 @@ struct Nop : Op<Nop> {
 };
 inline Nop nop() noexcept { return {}; }
 
-/// IORING_OP_READ (5.6), like pread(2): bytes read (0 at end of file) or -errno.
-struct Read : Op<Read> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::read;
-    Read(FileRef fd, void* buf, std::size_t len, std::uint64_t off) noexcept
-        : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off) {}
+/// What the last word of a plain read or write SQE holds: nothing, the registered buffer's
+/// index (READ_FIXED, WRITE_FIXED), or preadv2/pwritev2 RWF_* flags (READV, WRITEV).
+enum class RwExtra { none, buf_index, rw_flags };
+
+/// The shape every plain read and write shares: IORING_OP_<Opcode> on `fd` at `addr` for
+/// `len` (bytes, or iovecs for the vectored ones) from offset `off`, plus the one extra
+/// field of its kind. Read, Write, ReadFixed, WriteFixed, Readv and Writev are this.
+template <std::uint8_t Opcode, class Addr, RwExtra Extra>
+struct RwOp : Op<RwOp<Opcode, Addr, Extra>> {
+    static constexpr std::uint8_t opcode = Opcode;
+    RwOp(FileRef fd, Addr addr, unsigned len, std::uint64_t off, unsigned extra = 0) noexcept
+        : fd_(fd), addr_(addr), len_(len), off_(off), extra_(extra) {}
     void prepare(io_uring_sqe* s) const noexcept {
-        io_uring_prep_read(s, fd_.raw(), buf_, len_, off_);
+        io_uring_prep_rw(Opcode, s, fd_.raw(), addr_, len_, off_);
+        if constexpr (Extra == RwExtra::buf_index)
+            s->buf_index = static_cast<std::uint16_t>(extra_);
+        else if constexpr (Extra == RwExtra::rw_flags)
+            s->rw_flags = static_cast<int>(extra_);
         fd_.apply(s);
     }
     FileRef fd_;
-    void* buf_;
+    Addr addr_;
     unsigned len_;
     std::uint64_t off_;
+    unsigned extra_;
 };
+
+/// IORING_OP_READ (5.6), like pread(2): bytes read (0 at end of file) or -errno.
+using Read = RwOp<uring::compat::opcode::read, void*, RwExtra::none>;
 inline Read read(FileRef fd, void* buf, std::size_t len, std::uint64_t offset) noexcept {
-    return {fd, buf, len, offset};
+    return {fd, buf, clamp_len(len), offset};
 }
 
 /// IORING_OP_READ with a provided buffer (5.7): the kernel picks a buffer of group `g` (up to
@@ -59,98 +74,34 @@ inline ReadSelect read(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t
 
 /// IORING_OP_READ_FIXED (5.1): like read(), into registered buffer `buf_index` (see
 /// buf::BufferTable); [buf, buf+len) must lie inside that buffer, else -EFAULT.
-struct ReadFixed : Op<ReadFixed> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::read_fixed;
-    ReadFixed(FileRef fd, void* buf, std::size_t len, std::uint64_t off, unsigned idx) noexcept
-        : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off), idx_(idx) {}
-    void prepare(io_uring_sqe* s) const noexcept {
-        io_uring_prep_read_fixed(s, fd_.raw(), buf_, len_, off_, static_cast<int>(idx_));
-        fd_.apply(s);
-    }
-    FileRef fd_;
-    void* buf_;
-    unsigned len_;
-    std::uint64_t off_;
-    unsigned idx_;
-};
+using ReadFixed = RwOp<uring::compat::opcode::read_fixed, void*, RwExtra::buf_index>;
 inline ReadFixed read_fixed(FileRef fd, void* buf, std::size_t len, std::uint64_t offset, unsigned buf_index) noexcept {
-    return {fd, buf, len, offset, buf_index};
+    return {fd, buf, clamp_len(len), offset, buf_index};
 }
 
 /// IORING_OP_WRITE (5.6), like pwrite(2): bytes written or -errno.
-struct Write : Op<Write> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::write;
-    Write(FileRef fd, const void* buf, std::size_t len, std::uint64_t off) noexcept
-        : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off) {}
-    void prepare(io_uring_sqe* s) const noexcept {
-        io_uring_prep_write(s, fd_.raw(), buf_, len_, off_);
-        fd_.apply(s);
-    }
-    FileRef fd_;
-    const void* buf_;
-    unsigned len_;
-    std::uint64_t off_;
-};
+using Write = RwOp<uring::compat::opcode::write, const void*, RwExtra::none>;
 inline Write write(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset) noexcept {
-    return {fd, buf, len, offset};
+    return {fd, buf, clamp_len(len), offset};
 }
 
 /// IORING_OP_WRITE_FIXED (5.1): like write(), from registered buffer `buf_index`.
-struct WriteFixed : Op<WriteFixed> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::write_fixed;
-    WriteFixed(FileRef fd, const void* buf, std::size_t len, std::uint64_t off, unsigned idx) noexcept
-        : fd_(fd), buf_(buf), len_(clamp_len(len)), off_(off), idx_(idx) {}
-    void prepare(io_uring_sqe* s) const noexcept {
-        io_uring_prep_write_fixed(s, fd_.raw(), buf_, len_, off_, static_cast<int>(idx_));
-        fd_.apply(s);
-    }
-    FileRef fd_;
-    const void* buf_;
-    unsigned len_;
-    std::uint64_t off_;
-    unsigned idx_;
-};
+using WriteFixed = RwOp<uring::compat::opcode::write_fixed, const void*, RwExtra::buf_index>;
 inline WriteFixed write_fixed(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset,
                               unsigned buf_index) noexcept {
-    return {fd, buf, len, offset, buf_index};
+    return {fd, buf, clamp_len(len), offset, buf_index};
 }
 
 /// IORING_OP_READV (5.1), like preadv2(2). `iov` must stay valid until the await ends.
-struct Readv : Op<Readv> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::readv;
-    Readv(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, int flags) noexcept
-        : fd_(fd), iov_(iov), n_(n), off_(off), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept {
-        io_uring_prep_readv2(s, fd_.raw(), iov_, n_, off_, flags_);
-        fd_.apply(s);
-    }
-    FileRef fd_;
-    const iovec* iov_;
-    unsigned n_;
-    std::uint64_t off_;
-    int flags_;
-};
+using Readv = RwOp<uring::compat::opcode::readv, const iovec*, RwExtra::rw_flags>;
 inline Readv readv(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, int rwf_flags = 0) noexcept {
-    return {fd, iov, iovcnt, offset, rwf_flags};
+    return {fd, iov, iovcnt, offset, static_cast<unsigned>(rwf_flags)};
 }
 
 /// IORING_OP_WRITEV (5.1), like pwritev2(2).
-struct Writev : Op<Writev> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::writev;
-    Writev(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, int flags) noexcept
-        : fd_(fd), iov_(iov), n_(n), off_(off), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept {
-        io_uring_prep_writev2(s, fd_.raw(), iov_, n_, off_, flags_);
-        fd_.apply(s);
-    }
-    FileRef fd_;
-    const iovec* iov_;
-    unsigned n_;
-    std::uint64_t off_;
-    int flags_;
-};
+using Writev = RwOp<uring::compat::opcode::writev, const iovec*, RwExtra::rw_flags>;
 inline Writev writev(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, int rwf_flags = 0) noexcept {
-    return {fd, iov, iovcnt, offset, rwf_flags};
+    return {fd, iov, iovcnt, offset, static_cast<unsigned>(rwf_flags)};
 }
 
 namespace raw {
