@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <sys/uio.h>
 
+#include <cstddef>
+#include <type_traits>
+
 #include <ringo/op/base.hpp>
 #include <ringo/op/flags.hpp>
 
@@ -29,8 +32,10 @@ enum class RwExtra { none, buf_index, rw_flags };
 template <std::uint8_t Opcode, class Addr, RwExtra Extra>
 struct RwOp : Op<RwOp<Opcode, Addr, Extra>> {
     static constexpr std::uint8_t opcode = Opcode;
-    RwOp(FileRef fd, Addr addr, unsigned len, std::uint64_t off, unsigned extra = 0) noexcept
-        : fd_(fd), addr_(addr), len_(len), off_(off), extra_(extra) {}
+    /// `len`: bytes (clamped to what one request can move, as read(2) does) or iovecs.
+    RwOp(FileRef fd, Addr addr, std::size_t len, std::uint64_t off, unsigned extra = 0) noexcept
+        : fd_(fd), addr_(addr), len_(std::is_same_v<Addr, const iovec*> ? static_cast<unsigned>(len) : clamp_len(len)),
+          off_(off), extra_(extra) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_rw(Opcode, s, fd_.raw(), addr_, len_, off_);
         if constexpr (Extra == RwExtra::buf_index)
@@ -49,7 +54,7 @@ struct RwOp : Op<RwOp<Opcode, Addr, Extra>> {
 /// IORING_OP_READ (5.6), like pread(2): bytes read (0 at end of file) or -errno.
 using Read = RwOp<uring::compat::opcode::read, void*, RwExtra::none>;
 inline Read read(FileRef fd, void* buf, std::size_t len, std::uint64_t offset) noexcept {
-    return {fd, buf, clamp_len(len), offset};
+    return {fd, buf, len, offset};
 }
 
 /// IORING_OP_READ with a provided buffer (5.7): the kernel picks a buffer of group `g` (up to
@@ -76,20 +81,20 @@ inline ReadSelect read(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t
 /// buf::BufferTable); [buf, buf+len) must lie inside that buffer, else -EFAULT.
 using ReadFixed = RwOp<uring::compat::opcode::read_fixed, void*, RwExtra::buf_index>;
 inline ReadFixed read_fixed(FileRef fd, void* buf, std::size_t len, std::uint64_t offset, unsigned buf_index) noexcept {
-    return {fd, buf, clamp_len(len), offset, buf_index};
+    return {fd, buf, len, offset, buf_index};
 }
 
 /// IORING_OP_WRITE (5.6), like pwrite(2): bytes written or -errno.
 using Write = RwOp<uring::compat::opcode::write, const void*, RwExtra::none>;
 inline Write write(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset) noexcept {
-    return {fd, buf, clamp_len(len), offset};
+    return {fd, buf, len, offset};
 }
 
 /// IORING_OP_WRITE_FIXED (5.1): like write(), from registered buffer `buf_index`.
 using WriteFixed = RwOp<uring::compat::opcode::write_fixed, const void*, RwExtra::buf_index>;
 inline WriteFixed write_fixed(FileRef fd, const void* buf, std::size_t len, std::uint64_t offset,
                               unsigned buf_index) noexcept {
-    return {fd, buf, clamp_len(len), offset, buf_index};
+    return {fd, buf, len, offset, buf_index};
 }
 
 /// IORING_OP_READV (5.1), like preadv2(2). `iov` must stay valid until the await ends.
