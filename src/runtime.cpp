@@ -416,7 +416,7 @@ void Runtime::shutdown() {
         tasks_.for_each([&](detail::PromiseBase& p) {
             if (p.join_.load(std::memory_order_acquire) == detail::join_detached) {
                 tasks_.unlink(p);
-                std::coroutine_handle<>::from_address(p.frame_).destroy();
+                std::coroutine_handle<>::from_address(p.frame_address()).destroy();
                 progress = true;
             }
         });
@@ -426,7 +426,7 @@ void Runtime::shutdown() {
         tasks_.unlink(*p);
         std::uintptr_t old = p->join_.exchange(detail::join_abandoned, std::memory_order_acq_rel);
         if (old == detail::join_detached) {
-            std::coroutine_handle<>::from_address(p->frame_).destroy();
+            std::coroutine_handle<>::from_address(p->frame_address()).destroy();
         } else if (old != detail::join_running && old != detail::join_completed) {
             auto* w = reinterpret_cast<detail::JoinWaiter*>(old);
             if (!w->h) {

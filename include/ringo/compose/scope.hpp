@@ -48,7 +48,7 @@ public:
     Task<void> join() {
         State* s = s_;
         if (detail::CancelCtx* outer = co_await detail::CurrentCtx{}) {
-            if (!s->g.ctx.parent)
+            if (!s->g.ctx.linked())
                 s->g.ctx.link_under(*outer);
             if (outer->cancelled)
                 detail::cancel(s->g.ctx);

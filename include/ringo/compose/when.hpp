@@ -80,9 +80,8 @@ inline void start_branch(BranchGroup& g, Task<void> t) {
     auto h = t.release();
     auto& p = h.promise();
     Runtime& rt = *g.rt;
-    p.owner_ = &rt;
-    p.frame_ = h.address();
-    p.ctx_ = &p.own_ctx_;
+    p.become_spawned(rt, h.address());
+    p.own_ctx_.task_root = false; // a branch: cancelled with its group, not on its own
     p.own_ctx_.link_under(g.ctx);
     p.join_.store(join_detached, std::memory_order_relaxed);
     detail::RuntimeAccess::register_task(rt, p);

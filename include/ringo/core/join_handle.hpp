@@ -199,11 +199,8 @@ std::coroutine_handle<Promise<T>> take_for_spawn(Runtime& rt, Task<T>& task) {
     auto h = task.release();
     if (!h) [[unlikely]]
         throw_spawn_of_empty_task();
-    auto& p = h.promise();
-    p.owner_ = &rt;
-    p.frame_ = h.address();
-    p.ctx_ = &p.own_ctx_;
-    p.own_ctx_.task_root = true;
+    static_assert(alignof(Promise<T>) <= 128, "ringo: a task's result type may be aligned to 128 bytes at most");
+    h.promise().become_spawned(rt, h.address());
     return h;
 }
 } // namespace detail

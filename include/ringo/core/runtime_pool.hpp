@@ -210,7 +210,7 @@ struct SwitchTo {
         if (!ctx || !ctx->task_root)
             switch_to_misuse("ringo: switch_to needs a spawned task (not a block_on root, not a "
                              "when_all/when_any/TaskScope branch)");
-        if (ctx->parent)
+        if (ctx->linked())
             switch_to_misuse("ringo: switch_to inside with_timeout, when_all, when_any or a TaskScope");
         PromiseBase& root = task_of(*ctx);
         if (root.owner_ != from)

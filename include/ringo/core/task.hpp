@@ -5,6 +5,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -39,44 +40,49 @@ struct Waitable {
 
 /// Cancellation state of one strand of execution: a spawned task and everything it awaits
 /// directly, or one branch of a combinator (when_all, when_any, with_timeout, TaskScope).
-/// Branches form a tree; cancelling a node cancels its subtree. Owner thread only, except
+/// Branches form a tree; cancelling a node cancels its subtree. A node is linked into its
+/// parent's list of children through `next_sibling` and `pprev` (the word that points to
+/// it: the parent's `first_child` or the previous sibling's `next_sibling`), so it leaves
+/// the tree in O(1) without knowing its parent. Owner thread only, except
 /// `remote_request`, which other threads set (then wake the owner).
 struct CancelCtx {
     Waitable* waiting = nullptr;
-    CancelCtx* parent = nullptr;
     CancelCtx* first_child = nullptr;
     CancelCtx* next_sibling = nullptr;
-    CancelCtx* prev_sibling = nullptr;
+    CancelCtx** pprev = nullptr; // null: not in any tree
     bool cancelled = false;
     std::atomic<bool> remote_request{false};
     bool task_root = false; // the own context of a spawned task (PromiseBase::own_ctx_)
+    // The own context of a spawned task: how many bytes its coroutine frame starts before
+    // its promise (PromiseBase::frame_address). Kept here, in what would be padding.
+    std::uint8_t frame_offset = 0;
 
+    /// True while this node is a child of another.
+    [[nodiscard]] bool linked() const noexcept { return pprev != nullptr; }
     void link_under(CancelCtx& p) noexcept {
-        parent = &p;
-        prev_sibling = nullptr;
         next_sibling = p.first_child;
-        if (p.first_child)
-            p.first_child->prev_sibling = this;
+        if (next_sibling)
+            next_sibling->pprev = &next_sibling;
         p.first_child = this;
+        pprev = &p.first_child;
         if (p.cancelled)
             cancelled = true;
     }
     void unlink() noexcept {
-        if (!parent)
+        if (!pprev)
             return;
-        if (prev_sibling)
-            prev_sibling->next_sibling = next_sibling;
-        else
-            parent->first_child = next_sibling;
+        *pprev = next_sibling;
         if (next_sibling)
-            next_sibling->prev_sibling = prev_sibling;
-        parent = prev_sibling = next_sibling = nullptr;
+            next_sibling->pprev = pprev;
+        pprev = nullptr;
+        next_sibling = nullptr;
     }
     ~CancelCtx() {
         unlink();
         for (CancelCtx* c = first_child; c;) {
             CancelCtx* n = c->next_sibling;
-            c->parent = c->prev_sibling = c->next_sibling = nullptr;
+            c->pprev = nullptr;
+            c->next_sibling = nullptr;
             c = n;
         }
     }
@@ -145,16 +151,15 @@ struct PromiseBase {
     PromiseBase& operator=(const PromiseBase&) = delete;
     ~PromiseBase() { exc_.~exception_ptr(); } // the slot holds an exception_ptr whenever a frame goes
 
-    // Who resumes when this task ends: for a task that is awaited, its awaiter
-    // (continuation_); a spawned task (owner_ set) has none and holds its own frame address
-    // there instead (frame_), for its runtime's shutdown.
+    // For a task that is awaited: who resumes when it ends (continuation_). A spawned task
+    // (owner_ set) has no awaiter: the same word is its join state instead (join_: a
+    // JoinHandle's view of it; join_running is the empty handle's bit pattern).
     union {
         std::coroutine_handle<> continuation_{};
-        void* frame_;
+        std::atomic<std::uintptr_t> join_;
     };
     // Set when the task is spawned; null for a task that is only awaited.
     Runtime* owner_ = nullptr;
-    std::atomic<std::uintptr_t> join_{join_running};
     // A spawned task, while its runtime holds it in its list of live tasks (for shutdown),
     // links there through prev_ and next_. Once it has left that list (it ended, or its
     // runtime let it go), the same two words hold what it ended with: exc_, and, when that
@@ -162,7 +167,7 @@ struct PromiseBase {
     // (exc_sink_tagged_; a list link is never odd), through which the exception is
     // reported if the task's handle is detached, and which joining releases. A task that is
     // only awaited never joins a list: exc_ is all it uses. Sharing the words keeps the
-    // frame of an empty spawned task at 128 bytes.
+    // frame of an empty spawned task at 96 bytes.
     union {
         PromiseBase* prev_ = nullptr;
         std::uintptr_t exc_sink_tagged_;
@@ -175,6 +180,19 @@ struct PromiseBase {
     // otherwise (spawned, the root of block_on, or awaited by a foreign coroutine). Never null.
     CancelCtx* ctx_ = &own_ctx_;
     CancelCtx own_ctx_;
+
+    /// A spawned task's coroutine frame (for its runtime's shutdown), from where
+    /// take_for_spawn or start_branch found it to start (CancelCtx::frame_offset).
+    [[nodiscard]] void* frame_address() noexcept { return reinterpret_cast<char*>(this) - own_ctx_.frame_offset; }
+    /// Makes this the promise of a spawned task on `rt` whose frame is `frame`: a join state
+    /// instead of a continuation, and its own cancellation root.
+    void become_spawned(Runtime& rt, void* frame) noexcept {
+        owner_ = &rt;
+        std::construct_at(&join_, join_running);
+        ctx_ = &own_ctx_;
+        own_ctx_.task_root = true;
+        own_ctx_.frame_offset = static_cast<std::uint8_t>(reinterpret_cast<char*>(this) - static_cast<char*>(frame));
+    }
 
     /// A spawned task that ended with an exception: its owner's sink (a reference).
     [[nodiscard]] ExceptionSink* exc_sink() const noexcept {
