@@ -21,6 +21,10 @@ void RunQueue::grow() {
     if (wrapped)
         std::memcpy(nb + cap, nb, sizeof(void*) * wrapped);
     buf_ = nb;
+    if (turn_end_) { // a turn under way keeps its place: indices move down with head_
+        turn_start_ -= head_ - h;
+        turn_end_ -= head_ - h;
+    }
     head_ = h;
     tail_ = h + n;
     mask_ = cap * 2 - 1;

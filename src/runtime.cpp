@@ -146,7 +146,7 @@ RuntimeStats Runtime::stats() const noexcept {
     s.sqes_submitted = ring_.sqes_submitted();
     s.enters = ring_.enters();
     s.cqes = cqes_;
-    s.resumptions = resumptions_ + (turn_budget_ - budget_); // and those of a turn under way
+    s.resumptions = resumptions_ + ready_.popped_in_turn(); // and those of a turn under way
     s.tasks_spawned = tasks_spawned_;
     s.detached_exceptions = exc_sink_->reported.load(std::memory_order_relaxed);
     s.backpressure_events = backpressure_;
@@ -296,16 +296,13 @@ void Runtime::handle_submit_error(int r) {
 }
 
 void Runtime::run_ready() {
-    // Every resumption of the turn, here and by yield_to_next, takes one from budget_: the
-    // turn's resumptions are counted once, at its end, not one by one.
-    budget_ = turn_budget_ = flush_interval_;
+    // A turn resumes at most flush_interval_ tasks from the queue (yield_to_next's hand-offs
+    // included), then the loop flushes I/O; its resumptions are counted once, at its end.
+    ready_.begin_turn(flush_interval_);
     do {
-        --budget_;
-        auto h = ready_.pop();
-        h.resume();
-    } while (budget_ != 0 && !ready_.empty());
-    resumptions_ += turn_budget_ - budget_;
-    budget_ = turn_budget_ = 0;
+        ready_.pop().resume();
+    } while (!ready_.turn_over() && !ready_.empty());
+    resumptions_ += ready_.end_turn();
 }
 
 void Runtime::run(std::coroutine_handle<> root) {

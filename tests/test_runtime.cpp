@@ -38,6 +38,38 @@ TEST(RunQueue, KeepsOrderThroughGrowthWrappedOrNot) {
     EXPECT_EQ(next_out, next_in);
 }
 
+// A turn allows a set number of pops (pop or rotate), also when the queue grows in the
+// middle of it (growth moves the ring's indices); outside a turn it is always over.
+TEST(RunQueue, ATurnEndsAfterItsPopsThroughGrowth) {
+    ringo::detail::RunQueue q;
+    auto h = [](std::uintptr_t i) { return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(i * 8 + 8)); };
+    EXPECT_TRUE(q.turn_over());
+    for (int round = 0; round < 2; ++round) { // indices past the ring's size: growth moves them
+        for (std::uintptr_t i = 0; i < 1000; ++i)
+            q.push(h(i));
+        for (int i = 0; i < 1000; ++i)
+            (void)q.pop();
+    }
+    for (std::uintptr_t i = 0; i < 800; ++i) // wraps round the end of the ring
+        q.push(h(i));
+    q.begin_turn(5);
+    EXPECT_FALSE(q.turn_over());
+    (void)q.pop();
+    (void)q.rotate(h(1));
+    for (std::uintptr_t i = 0; i < 5000; ++i) // grows twice while the turn is under way
+        q.push(h(i));
+    EXPECT_EQ(q.popped_in_turn(), 2u);
+    EXPECT_FALSE(q.turn_over());
+    (void)q.pop();
+    (void)q.pop();
+    EXPECT_FALSE(q.turn_over());
+    (void)q.pop();
+    EXPECT_TRUE(q.turn_over());
+    EXPECT_EQ(q.end_turn(), 5u);
+    EXPECT_TRUE(q.turn_over());
+    EXPECT_EQ(q.popped_in_turn(), 0u);
+}
+
 TEST(Runtime, CurrentIsSetOnlyWhileRunning) {
     Runtime rt;
     EXPECT_EQ(Runtime::current(), nullptr);

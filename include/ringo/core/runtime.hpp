@@ -216,12 +216,11 @@ private:
     /// yield(): queue `h` and hand control straight to the next ready task while the
     /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
     std::coroutine_handle<> yield_to_next(std::coroutine_handle<> h) {
-        if (budget_ == 0) [[unlikely]] {
+        if (ready_.turn_over()) [[unlikely]] {
             ready_.push(h);
             return std::noop_coroutine();
         }
-        --budget_; // counted in resumptions_ when the turn ends (run_ready)
-        return ready_.rotate(h);
+        return ready_.rotate(h); // a pop of the turn: counted in resumptions_ when it ends
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
 
@@ -327,8 +326,6 @@ private:
     detail::RunQueue ready_;
     std::uint32_t in_flight_ = 0;
     unsigned flush_interval_;
-    unsigned budget_ = 0;        // resumptions left before the loop flushes I/O
-    unsigned turn_budget_ = 0;   // budget_ when this turn of run_ready began; 0 outside it
     std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
     bool discard_ = false;

@@ -30,6 +30,21 @@ public:
         buf_[tail_++ & mask_] = h.address();
     }
     std::coroutine_handle<> pop() noexcept { return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]); }
+    /// A turn of the run loop: at most `n` pops (pop or rotate) until turn_over() says so.
+    /// Outside a turn, turn_over() is true.
+    void begin_turn(std::size_t n) noexcept {
+        turn_start_ = head_;
+        turn_end_ = head_ + n;
+    }
+    [[nodiscard]] bool turn_over() const noexcept { return head_ >= turn_end_; }
+    /// Pops so far in the turn under way (0 outside one).
+    [[nodiscard]] std::size_t popped_in_turn() const noexcept { return turn_end_ ? head_ - turn_start_ : 0; }
+    /// Ends the turn; returns how many it popped.
+    std::size_t end_turn() noexcept {
+        std::size_t n = popped_in_turn();
+        turn_start_ = turn_end_ = 0;
+        return n;
+    }
     /// Pushes `h` at the back and pops the front: the next task, or `h` itself when the
     /// queue was empty. Never grows.
     std::coroutine_handle<> rotate(std::coroutine_handle<> h) noexcept {
@@ -47,6 +62,8 @@ private:
     std::size_t mask_;
     std::size_t head_ = 0;
     std::size_t tail_ = 0;
+    std::size_t turn_start_ = 0; // head_ when the turn began
+    std::size_t turn_end_ = 0;   // head_ at which the turn is over; 0 outside a turn
 };
 
 } // namespace ringo::detail
