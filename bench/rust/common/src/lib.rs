@@ -3,13 +3,21 @@
 //! state of the file-read benchmarks and the signal thread of the echo servers.
 //!
 //! Everything here is runtime-agnostic; each runtime crate adds its own buffer trait
-//! impls (the orphan rule keeps them out of this crate) and its own task loops.
+//! impls (the orphan rule keeps them out of this crate), its file and echo-server tasks,
+//! and implements [`Baseline`] (program.rs: the subcommand dispatch and the micro
+//! benchmarks, written once over each runtime's spawn, yield and channels).
 
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+
+mod program;
+pub use program::{
+    channel_pairs, echo_server, main, micro_report, spawn_join, xchannel_bench, yield_loop, Baseline, ChannelOut,
+    PairJoins, Runtime, SpawnOut, YieldOut,
+};
 
 /// Exit status for a bad command line.
 pub const EXIT_USAGE: i32 = 2;
@@ -902,7 +910,11 @@ pub fn channel_opts(a: &Args) -> Result<ChannelOpts, UsageError> {
     let local_sync = match a.raw("channel") {
         None | Some("default") => false,
         Some("local-sync") => true,
-        Some(other) => return Err(UsageError(format!("--channel takes default or local-sync, got '{other}'"))),
+        Some(other) => {
+            return Err(UsageError(format!(
+                "--channel takes default or local-sync, got '{other}'"
+            )))
+        }
     };
     Ok(ChannelOpts {
         messages: a.uint("messages", None, 1, 1 << 40)?,

@@ -6,7 +6,11 @@
 use std::mem::MaybeUninit;
 use std::rc::Rc;
 
-use common::{bump, AlignedBuf, Args, IoState, Meter, Place, Report, ECHO};
+use common::Runtime as _;
+use common::{
+    bump, AlignedBuf, Args, ChannelOpts, ChannelOut, IoState, Meter, PairJoins, Place, Received, SpawnOpts, SpawnOut,
+    UsageError, YieldOpts, YieldOut, ECHO,
+};
 use compio::buf::{BufResult, IoBuf, IoBufMut, SetLen};
 use compio::io::{AsyncRead, AsyncReadAt, AsyncWriteExt};
 use compio::net::{TcpListener, TcpStream};
@@ -19,42 +23,34 @@ const IMPL: &str = "compio";
 const ENTRIES: u32 = 1024;
 const DRIVER: &str = "io_uring (compio proactor, 1024 entries)";
 
-fn usage() -> String {
-    common::usage_text(
-        "ringo-bench-compio",
-        "compio::fs::File::read_at (AsyncReadAt) on the io_uring proactor, one 4096-aligned buffer per task",
-        "compio has no yield of its own; futures_lite::future::yield_now is used",
-    )
-}
+struct Compio;
 
 fn main() {
-    let u = usage();
-    let a = common::parse_cli(IMPL, &u);
-    common::install_panic_report(&a.cmd, IMPL);
-    match a.cmd.as_str() {
-        "seqread" => file_bench(&a, false, &u),
-        "randread" => file_bench(&a, true, &u),
-        "echo-server" => echo_server(&a, &u),
-        "spawn" => spawn_bench(&a, &u),
-        "yield" => yield_bench(&a, &u),
-        "channel" => channel_bench(&a, &u),
-        "xchannel" => xchannel_bench(&a, &u),
-        _ => common::unknown_subcommand(&a, IMPL, &u),
-    }
+    common::main::<Compio>()
 }
 
-fn runtime(bench: &str, variant: &str) -> Runtime {
-    let die = |m: String| -> ! { common::fail(bench, IMPL, variant, common::EXIT_FAILED, &m) };
-    let mut proactor = compio::driver::ProactorBuilder::new();
-    proactor.capacity(ENTRIES);
-    let rt = compio::runtime::RuntimeBuilder::new()
-        .with_proactor(proactor)
-        .build()
-        .unwrap_or_else(|e| die(format!("cannot build the compio runtime: {e}")));
-    if !rt.driver_type().is_iouring() {
-        die(format!("compio picked the {:?} driver, not io_uring", rt.driver_type()));
+impl common::Runtime for Compio {
+    const IMPL: &'static str = IMPL;
+    const DRIVER: &'static str = DRIVER;
+    type Rt = Runtime;
+
+    fn block_on<F: std::future::Future>(rt: &mut Runtime, f: F) -> F::Output {
+        rt.block_on(f)
     }
-    rt
+
+    fn build(bench: &str, variant: &str) -> Runtime {
+        let die = |m: String| -> ! { Self::fail(bench, variant, m) };
+        let mut proactor = compio::driver::ProactorBuilder::new();
+        proactor.capacity(ENTRIES);
+        let rt = compio::runtime::RuntimeBuilder::new()
+            .with_proactor(proactor)
+            .build()
+            .unwrap_or_else(|e| die(format!("cannot build the compio runtime: {e}")));
+        if !rt.driver_type().is_iouring() {
+            die(format!("compio picked the {:?} driver, not io_uring", rt.driver_type()));
+        }
+        rt
+    }
 }
 
 // ---------------------------------------------------------------- buffers
@@ -90,7 +86,7 @@ fn file_bench(a: &Args, random: bool, usage: &str) -> ! {
     let bench = p.bench;
     // The std handle served the checks; compio opens its own (same flags).
     drop(p.file);
-    let rt = runtime(bench, variant);
+    let rt = Compio::build(bench, variant);
     let state = Rc::new(p.state);
     let (qd, bs, seconds, warmup, direct) = (
         p.opts.qd,
@@ -159,42 +155,6 @@ async fn reader(file: Rc<compio::fs::File>, st: Rc<IoState>, mut buf: Buf) -> Bu
 
 // ---------------------------------------------------------------- echo-server
 
-fn echo_server(a: &Args, usage: &str) -> ! {
-    let (port, bufsize) = common::echo_opts(a).unwrap_or_else(|e| common::usage_exit("echo-server", IMPL, &e, usage));
-    let die = |m: String| -> ! { common::fail("echo-server", IMPL, "plain", common::EXIT_FAILED, &m) };
-    common::block_term_signals().unwrap_or_else(|e| die(format!("cannot block signals: {e}")));
-    let rt = runtime("echo-server", "plain");
-    rt.block_on(async move {
-        let first_try = std::time::Instant::now();
-        let listener = loop {
-            match TcpListener::bind(("127.0.0.1", port)).await {
-                Ok(l) => break l,
-                Err(e) if common::bind_should_retry(&e, first_try) => continue,
-                Err(e) => die(format!("bind 127.0.0.1:{port}: {e}")),
-            }
-        };
-        let local = listener
-            .local_addr()
-            .unwrap_or_else(|e| die(format!("local_addr: {e}")));
-        let mut base = Report::new("echo-server", IMPL, "plain");
-        base.str("driver", DRIVER)
-            .int("port", local.port() as u64)
-            .int("buf", bufsize as u64);
-        common::echo_signal_reporter(base, Meter::start()).unwrap_or_else(|e| die(format!("signal thread: {e}")));
-        eprintln!("ringo-bench-compio echo-server listening on {local}");
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    bump(&ECHO.connections, 1);
-                    let _ = stream.set_nodelay(true);
-                    compio::runtime::spawn(serve(stream, bufsize)).detach();
-                }
-                Err(e) => common::echo_io_error(&e),
-            }
-        }
-    })
-}
-
 async fn serve(mut s: TcpStream, cap: usize) {
     let mut buf: Vec<u8> = Vec::with_capacity(cap);
     loop {
@@ -239,188 +199,98 @@ where
     }
 }
 
-fn micro_report(bench: &str, place: Place) -> Report {
-    let mut r = Report::new(bench, IMPL, "plain");
-    r.str("driver", DRIVER).str("in", place.name());
-    r
-}
+/// A join handle's output: `Err` for a task that failed.
+type Joined<T> = Result<T, compio::runtime::JoinError>;
 
-fn body_failed(bench: &str, e: String) -> ! {
-    common::fail(
-        bench,
-        IMPL,
-        "plain",
-        common::EXIT_FAILED,
-        &format!("benchmark task failed: {e}"),
-    )
-}
+impl common::Baseline for Compio {
+    const BIN: &'static str = "ringo-bench-compio";
+    const FS_NOTE: &'static str =
+        "compio::fs::File::read_at (AsyncReadAt) on the io_uring proactor, one 4096-aligned buffer per task";
+    const YIELD_NOTE: &'static str = "compio has no yield of its own; futures_lite::future::yield_now is used";
+    const YIELD_FN: &'static str = "futures_lite::future::yield_now (compio has no yield of its own)";
 
-fn spawn_bench(a: &Args, usage: &str) -> ! {
-    let o = common::spawn_opts(a).unwrap_or_else(|e| common::usage_exit("spawn", IMPL, &e, usage));
-    let (count, batch) = (o.count, o.batch);
-    let rt = runtime("spawn", "plain");
-    let (m, done, errors) = run_micro(&rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut handles = Vec::with_capacity(batch as usize);
-        let (mut left, mut done, mut errors) = (count, 0u64, 0u64);
-        while left > 0 {
-            let k = left.min(batch);
-            for _ in 0..k {
-                handles.push(compio::runtime::spawn(async {}));
-            }
-            for h in handles.drain(..) {
-                match h.await {
-                    Ok(()) => done += 1,
-                    Err(_) => errors += 1,
-                }
-            }
-            left -= k;
-        }
-        (meter.stop(), done, errors)
-    })
-    .unwrap_or_else(|e| body_failed("spawn", e));
-    let mut r = micro_report("spawn", o.place);
-    r.int("count", count).int("batch", batch);
-    common::finish_micro(r, &m, done, count, errors, None)
-}
+    fn file_bench(a: &Args, random: bool, usage: &str) -> ! {
+        file_bench(a, random, usage)
+    }
 
-fn yield_bench(a: &Args, usage: &str) -> ! {
-    let o = common::yield_opts(a).unwrap_or_else(|e| common::usage_exit("yield", IMPL, &e, usage));
-    let count = o.count;
-    let rt = runtime("yield", "plain");
-    let (m, done) = run_micro(&rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut done = 0u64;
-        for _ in 0..count {
-            futures_lite::future::yield_now().await;
-            // Opaque to the optimiser, so the loop cannot be folded.
-            done = std::hint::black_box(done + 1);
-        }
-        (meter.stop(), done)
-    })
-    .unwrap_or_else(|e| body_failed("yield", e));
-    let mut r = micro_report("yield", o.place);
-    r.str(
-        "yield_fn",
-        "futures_lite::future::yield_now (compio has no yield of its own)",
-    )
-    .int("count", count);
-    common::finish_micro(r, &m, done, count, 0, None)
-}
+    fn echo_server(a: &Args, usage: &str) -> ! {
+        common::echo_server::<Self, _, _>(
+            a,
+            usage,
+            async |port| TcpListener::bind(("127.0.0.1", port)).await,
+            TcpListener::local_addr,
+            async |l| l.accept().await,
+            |stream: TcpStream, bufsize| {
+                let _ = stream.set_nodelay(true);
+                compio::runtime::spawn(serve(stream, bufsize)).detach();
+            },
+        )
+    }
 
-fn channel_bench(a: &Args, usage: &str) -> ! {
-    let o = common::channel_opts(a).unwrap_or_else(|e| common::usage_exit("channel", IMPL, &e, usage));
-    let (messages, pairs, capacity, local_sync) = (o.messages, o.pairs, o.capacity, o.local_sync);
-    // futures' bounded channel holds `buffer + number of senders` messages.
-    let buffer = (capacity - 1) as usize;
-    let rt = runtime("channel", "plain");
-    let (m, received, errors, first_error) = run_micro(&rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut producers = Vec::with_capacity(pairs as usize);
-        let mut consumers = Vec::with_capacity(pairs as usize);
-        // The same producer and consumer over either channel (local-sync's Tx::send takes &self).
-        macro_rules! spawn_pairs {
-            ($make:expr, $recv:ident) => {
-                for _ in 0..pairs {
-                    #[allow(unused_mut)]
-                    let (mut tx, mut rx) = $make;
-                    producers.push(compio::runtime::spawn(async move {
-                        for i in 0..messages {
-                            if tx.send(i).await.is_err() {
-                                return false;
-                            }
-                        }
-                        true
-                    }));
-                    consumers.push(compio::runtime::spawn(async move {
-                        let (mut n, mut sum) = (0u64, 0u64);
-                        while let Some(v) = rx.$recv().await {
-                            n += 1;
-                            sum = sum.wrapping_add(v);
-                        }
-                        (n, sum)
-                    }));
-                }
-            };
-        }
-        if local_sync {
-            spawn_pairs!(local_sync::mpsc::bounded::channel::<u64>(capacity as usize), recv);
+    fn spawn(rt: &mut Runtime, o: &SpawnOpts) -> Result<SpawnOut, String> {
+        let (count, batch) = (o.count, o.batch);
+        run_micro(rt, o.place, move || {
+            common::spawn_join(count, batch, || compio::runtime::spawn(async {}), |r| r.is_ok())
+        })
+    }
+
+    fn yield_now(rt: &mut Runtime, o: &YieldOpts) -> Result<YieldOut, String> {
+        let count = o.count;
+        run_micro(rt, o.place, move || {
+            common::yield_loop(count, futures_lite::future::yield_now)
+        })
+    }
+
+    fn channel_name(local_sync: bool) -> Result<&'static str, UsageError> {
+        Ok(if local_sync {
+            "local_sync::mpsc::bounded"
         } else {
-            spawn_pairs!(futures::channel::mpsc::channel::<u64>(buffer), next);
-        }
-        let (mut received, mut errors, mut first_error) = (0u64, 0u64, None);
-        for p in producers {
-            if !matches!(p.await, Ok(true)) {
-                errors += 1;
-                first_error.get_or_insert_with(|| "a producer failed".to_string());
-            }
-        }
-        for c in consumers {
-            match c.await {
-                Ok((n, sum)) => {
-                    received += n;
-                    if n != messages || sum != common::expected_sum(messages) {
-                        errors += 1;
-                        first_error.get_or_insert_with(|| format!("consumer got {n} messages summing to {sum}"));
-                    }
-                }
-                Err(e) => {
-                    errors += 1;
-                    first_error.get_or_insert_with(|| format!("consumer task failed: {e:?}"));
-                }
-            }
-        }
-        (meter.stop(), received, errors, first_error)
-    })
-    .unwrap_or_else(|e| body_failed("channel", e));
-    let mut r = micro_report("channel", o.place);
-    r.str("channel", if local_sync { "local_sync::mpsc::bounded" } else { "futures::channel::mpsc" })
-        .int("messages", messages)
-        .int("pairs", pairs)
-        .int("capacity", capacity);
-    common::finish_micro(r, &m, received, messages * pairs, errors, first_error)
-}
+            "futures::channel::mpsc"
+        })
+    }
 
-/// Cross-thread channel: a compio runtime on each of two threads (pinned to two CPUs), the
-/// producer's task sends 0..M through one bounded futures::channel::mpsc channel holding
-/// `capacity` messages to the consumer's task; compio's executor takes wake-ups from other
-/// threads (they wake its proactor). See common::run_xchannel.
-fn xchannel_bench(a: &Args, usage: &str) -> ! {
-    let o = common::xchannel_opts(a).unwrap_or_else(|e| common::usage_exit("xchannel", IMPL, &e, usage));
-    let (messages, capacity, place) = (o.messages, o.capacity, o.place);
-    // futures' bounded channel holds `buffer + number of senders` messages.
-    let (mut tx, mut rx) = futures::channel::mpsc::channel::<u64>((capacity - 1) as usize);
-    let mut r = micro_report("xchannel", place);
-    r.str("channel", "futures::channel::mpsc (two compio runtimes on two threads)")
-        .int("capacity", capacity);
-    common::run_xchannel(
-        r,
-        messages,
-        move |start| {
-            let rt = runtime("xchannel", "plain");
-            start();
-            run_micro(&rt, place, move || async move {
-                for i in 0..messages {
-                    if tx.send(i).await.is_err() {
-                        return false;
-                    }
-                }
-                true
+    fn channel(rt: &mut Runtime, o: &ChannelOpts) -> Result<ChannelOut, String> {
+        let (messages, pairs, capacity) = (o.messages, o.pairs, o.capacity);
+        // How the channel body reads its handles.
+        let joins = || PairJoins {
+            producer_ok: |r: Joined<bool>| matches!(r, Ok(true)),
+            consumer_got: |r: Joined<Received>| r.map_err(|e| format!("consumer task failed: {e:?}")),
+            producer_failed: "a producer failed",
+        };
+        // futures' bounded channel holds `buffer + number of senders` messages.
+        let buffer = (capacity - 1) as usize;
+        if o.local_sync {
+            let spawn_pair = move || {
+                let make = local_sync::mpsc::bounded::channel::<u64>(capacity as usize);
+                common::spawn_pair!(compio::runtime::spawn, make, recv, messages)
+            };
+            run_micro(rt, o.place, move || {
+                common::channel_pairs(pairs, messages, spawn_pair, joins())
             })
-            .unwrap_or(false)
-        },
-        move |start| {
-            let rt = runtime("xchannel", "plain");
-            start();
-            run_micro(&rt, place, move || async move {
-                let mut got = common::Received::default();
-                while let Some(v) = rx.next().await {
-                    got.count += 1;
-                    got.sum = got.sum.wrapping_add(v);
-                }
-                got
+        } else {
+            let spawn_pair = move || {
+                let make = futures::channel::mpsc::channel::<u64>(buffer);
+                common::spawn_pair!(compio::runtime::spawn, make, next, messages)
+            };
+            run_micro(rt, o.place, move || {
+                common::channel_pairs(pairs, messages, spawn_pair, joins())
             })
-            .unwrap_or_default()
-        },
-    )
+        }
+    }
+
+    /// Cross-thread channel: a compio runtime on each of two threads (pinned to two CPUs),
+    /// the producer's task sends 0..M through one bounded futures::channel::mpsc channel
+    /// holding `capacity` messages to the consumer's task; compio's executor takes wake-ups
+    /// from other threads (they wake its proactor).
+    fn xchannel(a: &Args, usage: &str) -> ! {
+        let o = common::xchannel_opts(a).unwrap_or_else(|e| common::usage_exit("xchannel", IMPL, &e, usage));
+        common::xchannel_bench::<Self, _, _, _, _, _>(
+            o,
+            "futures::channel::mpsc (two compio runtimes on two threads)",
+            // futures' bounded channel holds `buffer + number of senders` messages.
+            |capacity| futures::channel::mpsc::channel::<u64>((capacity - 1) as usize),
+            |rt, place, mut tx, messages| run_micro(rt, place, move || common::produce!(tx, messages)).unwrap_or(false),
+            |rt, place, mut rx| run_micro(rt, place, move || common::consume!(rx.next())).unwrap_or_default(),
+        )
+    }
 }

@@ -4,7 +4,11 @@
 
 use std::rc::Rc;
 
-use common::{bump, AlignedBuf, Args, IoState, Meter, Place, Report, ECHO};
+use common::Runtime as _;
+use common::{
+    bump, AlignedBuf, Args, ChannelOpts, ChannelOut, IoState, Meter, PairJoins, Place, SpawnOpts, SpawnOut, UsageError,
+    YieldOpts, YieldOut, ECHO,
+};
 use futures::{SinkExt, StreamExt};
 use monoio::buf::{IoBuf, IoBufMut};
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
@@ -12,47 +16,15 @@ use monoio::net::{TcpListener, TcpStream};
 use monoio::IoUringDriver;
 use ringo_bench_common as common;
 
-const IMPL: &str = "monoio";
-/// Submission queue entries (monoio's own default, stated explicitly).
-const ENTRIES: u32 = 1024;
-const DRIVER: &str = "io_uring (monoio IoUringDriver, 1024 entries)";
+mod rt;
 
-fn usage() -> String {
-    common::usage_text(
-        "ringo-bench-monoio",
-        "monoio::fs::File::read_at on the io_uring driver, one 4096-aligned buffer per task",
-        "futures_lite::future::yield_now",
-    )
-}
+use rt::Monoio;
+
+const IMPL: &str = Monoio::IMPL;
+const DRIVER: &str = Monoio::DRIVER;
 
 fn main() {
-    let u = usage();
-    let a = common::parse_cli(IMPL, &u);
-    common::install_panic_report(&a.cmd, IMPL);
-    match a.cmd.as_str() {
-        "seqread" => file_bench(&a, false, &u),
-        "randread" => file_bench(&a, true, &u),
-        "echo-server" => echo_server(&a, &u),
-        "spawn" => spawn_bench(&a, &u),
-        "yield" => yield_bench(&a, &u),
-        "channel" => channel_bench(&a, &u),
-        _ => common::unknown_subcommand(&a, IMPL, &u),
-    }
-}
-
-fn runtime(bench: &str, variant: &str) -> monoio::Runtime<IoUringDriver> {
-    monoio::RuntimeBuilder::<IoUringDriver>::new()
-        .with_entries(ENTRIES)
-        .build()
-        .unwrap_or_else(|e| {
-            common::fail(
-                bench,
-                IMPL,
-                variant,
-                common::EXIT_FAILED,
-                &format!("cannot build the monoio io_uring runtime: {e}"),
-            )
-        })
+    common::main::<Monoio>()
 }
 
 // ---------------------------------------------------------------- buffers
@@ -89,7 +61,7 @@ unsafe impl IoBufMut for Buf {
 fn file_bench(a: &Args, random: bool, usage: &str) -> ! {
     let p = common::prepare_file_bench(a, random, IMPL, DRIVER, usage);
     let variant = p.opts.variant();
-    let mut rt = runtime(p.bench, variant);
+    let mut rt = Monoio::build(p.bench, variant);
     let state = Rc::new(p.state);
     let (qd, bs, seconds, warmup) = (p.opts.qd, p.opts.bs as usize, p.opts.seconds, p.opts.warmup);
     let (bench, std_file) = (p.bench, p.file);
@@ -144,42 +116,6 @@ async fn reader(file: Rc<monoio::fs::File>, st: Rc<IoState>, mut buf: Buf) -> Bu
 
 // ---------------------------------------------------------------- echo-server
 
-fn echo_server(a: &Args, usage: &str) -> ! {
-    let (port, bufsize) = common::echo_opts(a).unwrap_or_else(|e| common::usage_exit("echo-server", IMPL, &e, usage));
-    let die = |m: String| -> ! { common::fail("echo-server", IMPL, "plain", common::EXIT_FAILED, &m) };
-    common::block_term_signals().unwrap_or_else(|e| die(format!("cannot block signals: {e}")));
-    let mut rt = runtime("echo-server", "plain");
-    rt.block_on(async move {
-        let first_try = std::time::Instant::now();
-        let listener = loop {
-            match TcpListener::bind(("127.0.0.1", port)) {
-                Ok(l) => break l,
-                Err(e) if common::bind_should_retry(&e, first_try) => continue,
-                Err(e) => die(format!("bind 127.0.0.1:{port}: {e}")),
-            }
-        };
-        let local = listener
-            .local_addr()
-            .unwrap_or_else(|e| die(format!("local_addr: {e}")));
-        let mut base = Report::new("echo-server", IMPL, "plain");
-        base.str("driver", DRIVER)
-            .int("port", local.port() as u64)
-            .int("buf", bufsize as u64);
-        common::echo_signal_reporter(base, Meter::start()).unwrap_or_else(|e| die(format!("signal thread: {e}")));
-        eprintln!("ringo-bench-monoio echo-server listening on {local}");
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    bump(&ECHO.connections, 1);
-                    let _ = stream.set_nodelay(true);
-                    drop(monoio::spawn(serve(stream, bufsize)));
-                }
-                Err(e) => common::echo_io_error(&e),
-            }
-        }
-    })
-}
-
 async fn serve(mut s: TcpStream, cap: usize) {
     let mut buf: Vec<u8> = Vec::with_capacity(cap);
     loop {
@@ -220,119 +156,78 @@ where
     }
 }
 
-fn micro_report(bench: &str, place: Place) -> Report {
-    let mut r = Report::new(bench, IMPL, "plain");
-    r.str("driver", DRIVER).str("in", place.name());
-    r
-}
+impl common::Baseline for Monoio {
+    const BIN: &'static str = "ringo-bench-monoio";
+    const FS_NOTE: &'static str = "monoio::fs::File::read_at on the io_uring driver, one 4096-aligned buffer per task";
+    const YIELD_NOTE: &'static str = "futures_lite::future::yield_now";
+    const YIELD_FN: &'static str = "futures_lite::future::yield_now";
 
-fn spawn_bench(a: &Args, usage: &str) -> ! {
-    let o = common::spawn_opts(a).unwrap_or_else(|e| common::usage_exit("spawn", IMPL, &e, usage));
-    let (count, batch) = (o.count, o.batch);
-    let mut rt = runtime("spawn", "plain");
-    let (m, done) = run_micro(&mut rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut handles = Vec::with_capacity(batch as usize);
-        let (mut left, mut done) = (count, 0u64);
-        while left > 0 {
-            let k = left.min(batch);
-            for _ in 0..k {
-                handles.push(monoio::spawn(async {}));
-            }
-            for h in handles.drain(..) {
-                h.await;
-                done += 1;
-            }
-            left -= k;
-        }
-        (meter.stop(), done)
-    });
-    let mut r = micro_report("spawn", o.place);
-    r.int("count", count).int("batch", batch);
-    common::finish_micro(r, &m, done, count, 0, None)
-}
+    fn file_bench(a: &Args, random: bool, usage: &str) -> ! {
+        file_bench(a, random, usage)
+    }
 
-fn yield_bench(a: &Args, usage: &str) -> ! {
-    let o = common::yield_opts(a).unwrap_or_else(|e| common::usage_exit("yield", IMPL, &e, usage));
-    let count = o.count;
-    let mut rt = runtime("yield", "plain");
-    let (m, done) = run_micro(&mut rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut done = 0u64;
-        for _ in 0..count {
-            futures_lite::future::yield_now().await;
-            // Opaque to the optimiser: without it LLVM can fold the whole loop when
-            // the root future is polled inline (`--in root`).
-            done = std::hint::black_box(done + 1);
-        }
-        (meter.stop(), done)
-    });
-    let mut r = micro_report("yield", o.place);
-    r.str("yield_fn", "futures_lite::future::yield_now").int("count", count);
-    common::finish_micro(r, &m, done, count, 0, None)
-}
+    fn echo_server(a: &Args, usage: &str) -> ! {
+        common::echo_server::<Self, _, _>(
+            a,
+            usage,
+            async |port| TcpListener::bind(("127.0.0.1", port)),
+            TcpListener::local_addr,
+            async |l| l.accept().await,
+            |stream: TcpStream, bufsize| {
+                let _ = stream.set_nodelay(true);
+                drop(monoio::spawn(serve(stream, bufsize)));
+            },
+        )
+    }
 
-fn channel_bench(a: &Args, usage: &str) -> ! {
-    let o = common::channel_opts(a).unwrap_or_else(|e| common::usage_exit("channel", IMPL, &e, usage));
-    let (messages, pairs, capacity, local_sync) = (o.messages, o.pairs, o.capacity, o.local_sync);
-    // futures' bounded channel holds `buffer + number of senders` messages.
-    let buffer = (capacity - 1) as usize;
-    let mut rt = runtime("channel", "plain");
-    let (m, received, errors, first_error) = run_micro(&mut rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut producers = Vec::with_capacity(pairs as usize);
-        let mut consumers = Vec::with_capacity(pairs as usize);
-        // The same producer and consumer over either channel (local-sync's Tx::send takes &self).
-        macro_rules! spawn_pairs {
-            ($make:expr, $recv:ident) => {
-                for _ in 0..pairs {
-                    #[allow(unused_mut)]
-                    let (mut tx, mut rx) = $make;
-                    producers.push(monoio::spawn(async move {
-                        for i in 0..messages {
-                            if tx.send(i).await.is_err() {
-                                return false;
-                            }
-                        }
-                        true
-                    }));
-                    consumers.push(monoio::spawn(async move {
-                        let (mut n, mut sum) = (0u64, 0u64);
-                        while let Some(v) = rx.$recv().await {
-                            n += 1;
-                            sum = sum.wrapping_add(v);
-                        }
-                        (n, sum)
-                    }));
-                }
-            };
-        }
-        if local_sync {
-            spawn_pairs!(local_sync::mpsc::bounded::channel::<u64>(capacity as usize), recv);
+    fn spawn(rt: &mut Self::Rt, o: &SpawnOpts) -> Result<SpawnOut, String> {
+        let (count, batch) = (o.count, o.batch);
+        Ok(run_micro(rt, o.place, move || {
+            common::spawn_join(count, batch, || monoio::spawn(async {}), |()| true)
+        }))
+    }
+
+    fn yield_now(rt: &mut Self::Rt, o: &YieldOpts) -> Result<YieldOut, String> {
+        let count = o.count;
+        Ok(run_micro(rt, o.place, move || {
+            common::yield_loop(count, futures_lite::future::yield_now)
+        }))
+    }
+
+    fn channel_name(local_sync: bool) -> Result<&'static str, UsageError> {
+        Ok(if local_sync {
+            "local_sync::mpsc::bounded"
         } else {
-            spawn_pairs!(futures::channel::mpsc::channel::<u64>(buffer), next);
-        }
-        let (mut received, mut errors, mut first_error) = (0u64, 0u64, None);
-        for p in producers {
-            if !p.await {
-                errors += 1;
-                first_error.get_or_insert_with(|| "a send failed: receiver dropped".to_string());
-            }
-        }
-        for c in consumers {
-            let (n, sum) = c.await;
-            received += n;
-            if n != messages || sum != common::expected_sum(messages) {
-                errors += 1;
-                first_error.get_or_insert_with(|| format!("consumer got {n} messages summing to {sum}"));
-            }
-        }
-        (meter.stop(), received, errors, first_error)
-    });
-    let mut r = micro_report("channel", o.place);
-    r.str("channel", if local_sync { "local_sync::mpsc::bounded" } else { "futures::channel::mpsc" })
-        .int("messages", messages)
-        .int("pairs", pairs)
-        .int("capacity", capacity);
-    common::finish_micro(r, &m, received, messages * pairs, errors, first_error)
+            "futures::channel::mpsc"
+        })
+    }
+
+    fn channel(rt: &mut Self::Rt, o: &ChannelOpts) -> Result<ChannelOut, String> {
+        let (messages, pairs, capacity) = (o.messages, o.pairs, o.capacity);
+        // How the channel body reads its handles (a monoio join cannot fail).
+        let joins = || PairJoins {
+            producer_ok: |ok| ok,
+            consumer_got: Ok,
+            producer_failed: "a send failed: receiver dropped",
+        };
+        // futures' bounded channel holds `buffer + number of senders` messages.
+        let buffer = (capacity - 1) as usize;
+        Ok(if o.local_sync {
+            let spawn_pair = move || {
+                let make = local_sync::mpsc::bounded::channel::<u64>(capacity as usize);
+                common::spawn_pair!(monoio::spawn, make, recv, messages)
+            };
+            run_micro(rt, o.place, move || {
+                common::channel_pairs(pairs, messages, spawn_pair, joins())
+            })
+        } else {
+            let spawn_pair = move || {
+                let make = futures::channel::mpsc::channel::<u64>(buffer);
+                common::spawn_pair!(monoio::spawn, make, next, messages)
+            };
+            run_micro(rt, o.place, move || {
+                common::channel_pairs(pairs, messages, spawn_pair, joins())
+            })
+        })
+    }
 }

@@ -9,14 +9,16 @@
 //! the single-thread benchmarks too, so this is a separate binary; ringo-bench-monoio is
 //! built without it. See ../../README.md.
 
-use common::{Place, Report};
+use common::Place;
+use common::Runtime as _;
 use futures::{SinkExt, StreamExt};
-use monoio::IoUringDriver;
 use ringo_bench_common as common;
 
-const IMPL: &str = "monoio";
-const ENTRIES: u32 = 1024;
-const DRIVER: &str = "io_uring (monoio IoUringDriver, 1024 entries, `sync` feature)";
+mod rt;
+
+use rt::Monoio;
+
+const IMPL: &str = Monoio::IMPL;
 
 fn usage() -> String {
     "usage: ringo-bench-monoio-xthread xchannel --messages M [--capacity 1024] [--in task]\n\
@@ -27,21 +29,6 @@ fn usage() -> String {
      feature, which spawns block_on's root future as a task: --in root is refused.\n\
      Prints one JSON line on stdout. Exit 0 ok, 1 failed run, 2 usage error.\n"
         .to_string()
-}
-
-fn runtime() -> monoio::Runtime<IoUringDriver> {
-    monoio::RuntimeBuilder::<IoUringDriver>::new()
-        .with_entries(ENTRIES)
-        .build()
-        .unwrap_or_else(|e| {
-            common::fail(
-                "xchannel",
-                IMPL,
-                "plain",
-                common::EXIT_FAILED,
-                &format!("cannot build the monoio io_uring runtime: {e}"),
-            )
-        })
 }
 
 fn main() {
@@ -58,46 +45,13 @@ fn main() {
         );
         common::usage_exit("xchannel", IMPL, &e, &u);
     }
-    let (messages, capacity) = (o.messages, o.capacity);
-    // futures' bounded channel holds `buffer + number of senders` messages.
-    let (mut tx, mut rx) = futures::channel::mpsc::channel::<u64>((capacity - 1) as usize);
-    let mut r = Report::new("xchannel", IMPL, "plain");
-    r.str("driver", DRIVER)
-        .str("in", Place::Task.name())
-        .str("channel", "futures::channel::mpsc (two monoio runtimes on two threads)")
-        .int("capacity", capacity);
-    common::run_xchannel(
-        r,
-        messages,
-        move |start| {
-            let mut rt = runtime();
-            start();
-            rt.block_on(async move {
-                monoio::spawn(async move {
-                    for i in 0..messages {
-                        if tx.send(i).await.is_err() {
-                            return false;
-                        }
-                    }
-                    true
-                })
-                .await
-            })
-        },
-        move |start| {
-            let mut rt = runtime();
-            start();
-            rt.block_on(async move {
-                monoio::spawn(async move {
-                    let mut got = common::Received::default();
-                    while let Some(v) = rx.next().await {
-                        got.count += 1;
-                        got.sum = got.sum.wrapping_add(v);
-                    }
-                    got
-                })
-                .await
-            })
-        },
+    // The body runs in a task (--in root is refused above).
+    common::xchannel_bench::<Monoio, _, _, _, _, _>(
+        o,
+        "futures::channel::mpsc (two monoio runtimes on two threads)",
+        // futures' bounded channel holds `buffer + number of senders` messages.
+        |capacity| futures::channel::mpsc::channel::<u64>((capacity - 1) as usize),
+        |rt, _, mut tx, messages| rt.block_on(async move { monoio::spawn(common::produce!(tx, messages)).await }),
+        |rt, _, mut rx| rt.block_on(async move { monoio::spawn(common::consume!(rx.next())).await }),
     )
 }

@@ -8,7 +8,11 @@ use std::os::unix::fs::FileExt;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use common::{bump, AlignedBuf, Args, IoState, Meter, Place, Report, ECHO};
+use common::Runtime as _;
+use common::{
+    bump, AlignedBuf, Args, ChannelOpts, ChannelOut, IoState, Meter, PairJoins, Place, Received, SpawnOpts, SpawnOut,
+    UsageError, YieldOpts, YieldOut, ECHO,
+};
 use ringo_bench_common as common;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -18,43 +22,27 @@ const IMPL: &str = "tokio";
 const DRIVER: &str = "epoll (tokio current_thread)";
 const FS_DRIVER: &str = "blocking pool (tokio spawn_blocking + pread; tokio has no io_uring fs)";
 
-fn usage() -> String {
-    common::usage_text(
-        "ringo-bench-tokio",
-        "tokio's blocking thread pool: spawn_blocking + pread into a 4096-aligned buffer per task (what tokio::fs does inside)",
-        "tokio::task::yield_now",
-    )
-}
+struct Tokio;
 
 fn main() {
-    let u = usage();
-    let a = common::parse_cli(IMPL, &u);
-    common::install_panic_report(&a.cmd, IMPL);
-    match a.cmd.as_str() {
-        "seqread" => file_bench(&a, false, &u),
-        "randread" => file_bench(&a, true, &u),
-        "echo-server" => echo_server(&a, &u),
-        "spawn" => spawn_bench(&a, &u),
-        "yield" => yield_bench(&a, &u),
-        "channel" => channel_bench(&a, &u),
-        "xchannel" => xchannel_bench(&a, &u),
-        _ => common::unknown_subcommand(&a, IMPL, &u),
-    }
+    common::main::<Tokio>()
 }
 
-fn runtime(bench: &str, variant: &str) -> Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap_or_else(|e| {
-            common::fail(
-                bench,
-                IMPL,
-                variant,
-                common::EXIT_FAILED,
-                &format!("cannot build the tokio runtime: {e}"),
-            )
-        })
+impl common::Runtime for Tokio {
+    const IMPL: &'static str = IMPL;
+    const DRIVER: &'static str = DRIVER;
+    type Rt = Runtime;
+
+    fn block_on<F: std::future::Future>(rt: &mut Runtime, f: F) -> F::Output {
+        rt.block_on(f)
+    }
+
+    fn build(bench: &str, variant: &str) -> Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap_or_else(|e| Self::fail(bench, variant, format!("cannot build the tokio runtime: {e}")))
+    }
 }
 
 // ---------------------------------------------------------------- seqread / randread
@@ -62,7 +50,7 @@ fn runtime(bench: &str, variant: &str) -> Runtime {
 fn file_bench(a: &Args, random: bool, usage: &str) -> ! {
     let p = common::prepare_file_bench(a, random, IMPL, FS_DRIVER, usage);
     let variant = p.opts.variant();
-    let rt = runtime(p.bench, variant);
+    let rt = Tokio::build(p.bench, variant);
     let state = Rc::new(p.state);
     let (qd, bs, seconds, warmup) = (p.opts.qd, p.opts.bs as usize, p.opts.seconds, p.opts.warmup);
     let file = Arc::new(p.file);
@@ -153,42 +141,6 @@ async fn reader(file: Arc<std::fs::File>, st: Rc<IoState>, mut buf: AlignedBuf) 
 
 // ---------------------------------------------------------------- echo-server
 
-fn echo_server(a: &Args, usage: &str) -> ! {
-    let (port, bufsize) = common::echo_opts(a).unwrap_or_else(|e| common::usage_exit("echo-server", IMPL, &e, usage));
-    let die = |m: String| -> ! { common::fail("echo-server", IMPL, "plain", common::EXIT_FAILED, &m) };
-    common::block_term_signals().unwrap_or_else(|e| die(format!("cannot block signals: {e}")));
-    let rt = runtime("echo-server", "plain");
-    rt.block_on(async move {
-        let first_try = std::time::Instant::now();
-        let listener = loop {
-            match TcpListener::bind(("127.0.0.1", port)).await {
-                Ok(l) => break l,
-                Err(e) if common::bind_should_retry(&e, first_try) => continue,
-                Err(e) => die(format!("bind 127.0.0.1:{port}: {e}")),
-            }
-        };
-        let local = listener
-            .local_addr()
-            .unwrap_or_else(|e| die(format!("local_addr: {e}")));
-        let mut base = Report::new("echo-server", IMPL, "plain");
-        base.str("driver", DRIVER)
-            .int("port", local.port() as u64)
-            .int("buf", bufsize as u64);
-        common::echo_signal_reporter(base, Meter::start()).unwrap_or_else(|e| die(format!("signal thread: {e}")));
-        eprintln!("ringo-bench-tokio echo-server listening on {local}");
-        loop {
-            match listener.accept().await {
-                Ok((stream, _)) => {
-                    bump(&ECHO.connections, 1);
-                    let _ = stream.set_nodelay(true);
-                    drop(tokio::spawn(serve(stream, bufsize)));
-                }
-                Err(e) => common::echo_io_error(&e),
-            }
-        }
-    })
-}
-
 async fn serve(mut s: TcpStream, cap: usize) {
     let mut buf = vec![0u8; cap];
     loop {
@@ -225,175 +177,82 @@ where
     }
 }
 
-fn micro_report(bench: &str, place: Place) -> Report {
-    let mut r = Report::new(bench, IMPL, "plain");
-    r.str("driver", DRIVER).str("in", place.name());
-    r
-}
+/// A join handle's output: `Err` for a task that failed.
+type Joined<T> = Result<T, tokio::task::JoinError>;
 
-fn body_failed(bench: &str, e: String) -> ! {
-    common::fail(
-        bench,
-        IMPL,
-        "plain",
-        common::EXIT_FAILED,
-        &format!("benchmark task failed: {e}"),
-    )
-}
+impl common::Baseline for Tokio {
+    const BIN: &'static str = "ringo-bench-tokio";
+    const FS_NOTE: &'static str = "tokio's blocking thread pool: spawn_blocking + pread into a 4096-aligned buffer per task (what tokio::fs does inside)";
+    const YIELD_NOTE: &'static str = "tokio::task::yield_now";
+    const YIELD_FN: &'static str = "tokio::task::yield_now";
 
-fn spawn_bench(a: &Args, usage: &str) -> ! {
-    let o = common::spawn_opts(a).unwrap_or_else(|e| common::usage_exit("spawn", IMPL, &e, usage));
-    let (count, batch) = (o.count, o.batch);
-    let rt = runtime("spawn", "plain");
-    let (m, done, errors) = run_micro(&rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut handles = Vec::with_capacity(batch as usize);
-        let (mut left, mut done, mut errors) = (count, 0u64, 0u64);
-        while left > 0 {
-            let k = left.min(batch);
-            for _ in 0..k {
-                handles.push(tokio::spawn(async {}));
-            }
-            for h in handles.drain(..) {
-                match h.await {
-                    Ok(()) => done += 1,
-                    Err(_) => errors += 1,
-                }
-            }
-            left -= k;
-        }
-        (meter.stop(), done, errors)
-    })
-    .unwrap_or_else(|e| body_failed("spawn", e));
-    let mut r = micro_report("spawn", o.place);
-    r.int("count", count).int("batch", batch);
-    common::finish_micro(r, &m, done, count, errors, None)
-}
-
-fn yield_bench(a: &Args, usage: &str) -> ! {
-    let o = common::yield_opts(a).unwrap_or_else(|e| common::usage_exit("yield", IMPL, &e, usage));
-    let count = o.count;
-    let rt = runtime("yield", "plain");
-    let (m, done) = run_micro(&rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut done = 0u64;
-        for _ in 0..count {
-            tokio::task::yield_now().await;
-            // Opaque to the optimiser, so the loop cannot be folded.
-            done = std::hint::black_box(done + 1);
-        }
-        (meter.stop(), done)
-    })
-    .unwrap_or_else(|e| body_failed("yield", e));
-    let mut r = micro_report("yield", o.place);
-    r.str("yield_fn", "tokio::task::yield_now").int("count", count);
-    common::finish_micro(r, &m, done, count, 0, None)
-}
-
-fn channel_bench(a: &Args, usage: &str) -> ! {
-    let o = common::channel_opts(a).unwrap_or_else(|e| common::usage_exit("channel", IMPL, &e, usage));
-    if o.local_sync {
-        common::usage_exit("channel", IMPL, &common::UsageError("--channel local-sync: tokio's own tokio::sync::mpsc is its channel".into()), usage);
+    fn file_bench(a: &Args, random: bool, usage: &str) -> ! {
+        file_bench(a, random, usage)
     }
-    let (messages, pairs, capacity) = (o.messages, o.pairs, o.capacity);
-    let rt = runtime("channel", "plain");
-    let (m, received, errors, first_error) = run_micro(&rt, o.place, move || async move {
-        let meter = Meter::start();
-        let mut producers = Vec::with_capacity(pairs as usize);
-        let mut consumers = Vec::with_capacity(pairs as usize);
-        for _ in 0..pairs {
-            let (tx, mut rx) = tokio::sync::mpsc::channel::<u64>(capacity as usize);
-            producers.push(tokio::spawn(async move {
-                for i in 0..messages {
-                    if tx.send(i).await.is_err() {
-                        return false;
-                    }
-                }
-                true
-            }));
-            consumers.push(tokio::spawn(async move {
-                let (mut n, mut sum) = (0u64, 0u64);
-                while let Some(v) = rx.recv().await {
-                    n += 1;
-                    sum = sum.wrapping_add(v);
-                }
-                (n, sum)
-            }));
-        }
-        let (mut received, mut errors, mut first_error) = (0u64, 0u64, None);
-        for p in producers {
-            if !matches!(p.await, Ok(true)) {
-                errors += 1;
-                first_error.get_or_insert_with(|| "a producer failed".to_string());
-            }
-        }
-        for c in consumers {
-            match c.await {
-                Ok((n, sum)) => {
-                    received += n;
-                    if n != messages || sum != common::expected_sum(messages) {
-                        errors += 1;
-                        first_error.get_or_insert_with(|| format!("consumer got {n} messages summing to {sum}"));
-                    }
-                }
-                Err(e) => {
-                    errors += 1;
-                    first_error.get_or_insert_with(|| format!("consumer task failed: {e}"));
-                }
-            }
-        }
-        (meter.stop(), received, errors, first_error)
-    })
-    .unwrap_or_else(|e| body_failed("channel", e));
-    let mut r = micro_report("channel", o.place);
-    r.str("channel", "tokio::sync::mpsc")
-        .int("messages", messages)
-        .int("pairs", pairs)
-        .int("capacity", capacity);
-    common::finish_micro(r, &m, received, messages * pairs, errors, first_error)
-}
 
-/// Cross-thread channel: a current_thread runtime on each of two threads (pinned to two
-/// CPUs), the producer's task sends 0..M through one bounded tokio::sync::mpsc channel of
-/// `capacity` messages to the consumer's task. See common::run_xchannel.
-fn xchannel_bench(a: &Args, usage: &str) -> ! {
-    let o = common::xchannel_opts(a).unwrap_or_else(|e| common::usage_exit("xchannel", IMPL, &e, usage));
-    let (messages, capacity, place) = (o.messages, o.capacity, o.place);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<u64>(capacity as usize);
-    let mut r = micro_report("xchannel", place);
-    r.str(
-        "channel",
-        "tokio::sync::mpsc (two current_thread runtimes on two threads)",
-    )
-    .int("capacity", capacity);
-    common::run_xchannel(
-        r,
-        messages,
-        move |start| {
-            let rt = runtime("xchannel", "plain");
-            start();
-            run_micro(&rt, place, move || async move {
-                for i in 0..messages {
-                    if tx.send(i).await.is_err() {
-                        return false;
-                    }
-                }
-                true
-            })
-            .unwrap_or(false)
-        },
-        move |start| {
-            let rt = runtime("xchannel", "plain");
-            start();
-            run_micro(&rt, place, move || async move {
-                let mut got = common::Received::default();
-                while let Some(v) = rx.recv().await {
-                    got.count += 1;
-                    got.sum = got.sum.wrapping_add(v);
-                }
-                got
-            })
-            .unwrap_or_default()
-        },
-    )
+    fn echo_server(a: &Args, usage: &str) -> ! {
+        common::echo_server::<Self, _, _>(
+            a,
+            usage,
+            async |port| TcpListener::bind(("127.0.0.1", port)).await,
+            TcpListener::local_addr,
+            async |l| l.accept().await,
+            |stream: TcpStream, bufsize| {
+                let _ = stream.set_nodelay(true);
+                drop(tokio::spawn(serve(stream, bufsize)));
+            },
+        )
+    }
+
+    fn spawn(rt: &mut Runtime, o: &SpawnOpts) -> Result<SpawnOut, String> {
+        let (count, batch) = (o.count, o.batch);
+        run_micro(rt, o.place, move || {
+            common::spawn_join(count, batch, || tokio::spawn(async {}), |r| r.is_ok())
+        })
+    }
+
+    fn yield_now(rt: &mut Runtime, o: &YieldOpts) -> Result<YieldOut, String> {
+        let count = o.count;
+        run_micro(rt, o.place, move || common::yield_loop(count, tokio::task::yield_now))
+    }
+
+    fn channel_name(local_sync: bool) -> Result<&'static str, UsageError> {
+        if local_sync {
+            return Err(UsageError(
+                "--channel local-sync: tokio's own tokio::sync::mpsc is its channel".into(),
+            ));
+        }
+        Ok("tokio::sync::mpsc")
+    }
+
+    fn channel(rt: &mut Runtime, o: &ChannelOpts) -> Result<ChannelOut, String> {
+        let (messages, pairs, capacity) = (o.messages, o.pairs, o.capacity);
+        // How the channel body reads its handles.
+        let joins = || PairJoins {
+            producer_ok: |r: Joined<bool>| matches!(r, Ok(true)),
+            consumer_got: |r: Joined<Received>| r.map_err(|e| format!("consumer task failed: {e}")),
+            producer_failed: "a producer failed",
+        };
+        let spawn_pair = move || {
+            let make = tokio::sync::mpsc::channel::<u64>(capacity as usize);
+            common::spawn_pair!(tokio::spawn, make, recv, messages)
+        };
+        run_micro(rt, o.place, move || {
+            common::channel_pairs(pairs, messages, spawn_pair, joins())
+        })
+    }
+
+    /// Cross-thread channel: a current_thread runtime on each of two threads (pinned to two
+    /// CPUs), the producer's task sends 0..M through one bounded tokio::sync::mpsc channel of
+    /// `capacity` messages to the consumer's task.
+    fn xchannel(a: &Args, usage: &str) -> ! {
+        let o = common::xchannel_opts(a).unwrap_or_else(|e| common::usage_exit("xchannel", IMPL, &e, usage));
+        common::xchannel_bench::<Self, _, _, _, _, _>(
+            o,
+            "tokio::sync::mpsc (two current_thread runtimes on two threads)",
+            |capacity| tokio::sync::mpsc::channel::<u64>(capacity as usize),
+            |rt, place, tx, messages| run_micro(rt, place, move || common::produce!(tx, messages)).unwrap_or(false),
+            |rt, place, mut rx| run_micro(rt, place, move || common::consume!(rx.recv())).unwrap_or_default(),
+        )
+    }
 }
