@@ -121,12 +121,13 @@ inline void prep_rwv_fixed(io_uring_sqe* s, std::uint8_t opcode, FileRef fd, con
 }
 } // namespace raw
 
-/// IORING_OP_READV_FIXED (6.15): readv() into iovecs inside registered buffer `buf_index`.
-struct ReadvFixed : Op<ReadvFixed> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::readv_fixed;
-    ReadvFixed(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
+/// READV_FIXED and WRITEV_FIXED share one shape: iovecs inside one registered buffer.
+template <std::uint8_t Opcode>
+struct RwvFixedOp : Op<RwvFixedOp<Opcode>> {
+    static constexpr std::uint8_t opcode = Opcode;
+    RwvFixedOp(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
         : fd_(fd), iov_(iov), n_(n), off_(off), idx_(idx), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { raw::prep_rwv_fixed(s, opcode, fd_, iov_, n_, off_, flags_, idx_); }
+    void prepare(io_uring_sqe* s) const noexcept { raw::prep_rwv_fixed(s, Opcode, fd_, iov_, n_, off_, flags_, idx_); }
     FileRef fd_;
     const iovec* iov_;
     unsigned n_;
@@ -134,24 +135,16 @@ struct ReadvFixed : Op<ReadvFixed> {
     unsigned idx_;
     int flags_;
 };
+
+/// IORING_OP_READV_FIXED (6.15): readv() into iovecs inside registered buffer `buf_index`.
+using ReadvFixed = RwvFixedOp<uring::compat::opcode::readv_fixed>;
 inline ReadvFixed readv_fixed(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, unsigned buf_index,
                               int rwf_flags = 0) noexcept {
     return {fd, iov, iovcnt, offset, buf_index, rwf_flags};
 }
 
 /// IORING_OP_WRITEV_FIXED (6.15): writev() from iovecs inside registered buffer `buf_index`.
-struct WritevFixed : Op<WritevFixed> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::writev_fixed;
-    WritevFixed(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
-        : fd_(fd), iov_(iov), n_(n), off_(off), idx_(idx), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { raw::prep_rwv_fixed(s, opcode, fd_, iov_, n_, off_, flags_, idx_); }
-    FileRef fd_;
-    const iovec* iov_;
-    unsigned n_;
-    std::uint64_t off_;
-    unsigned idx_;
-    int flags_;
-};
+using WritevFixed = RwvFixedOp<uring::compat::opcode::writev_fixed>;
 inline WritevFixed writev_fixed(FileRef fd, const iovec* iov, unsigned iovcnt, std::uint64_t offset, unsigned buf_index,
                                 int rwf_flags = 0) noexcept {
     return {fd, iov, iovcnt, offset, buf_index, rwf_flags};

@@ -24,19 +24,24 @@ inline void prep_futex(io_uring_sqe* s, std::uint8_t opcode, const void* addr, s
 }
 } // namespace raw
 
-/// IORING_OP_FUTEX_WAIT (6.7), like futex_wait(2) / FUTEX_WAIT_BITSET: waits while `*addr`
-/// equals `val`, until a wake whose mask intersects `mask`: 0 when woken, -EAGAIN when the
-/// word did not hold `val`, -ECANCELED when cancelled, -EINVAL for bad flags or mask 0,
-/// -EFAULT for a bad address.
-struct FutexWait : Op<FutexWait> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::futex_wait;
-    FutexWait(const void* addr, std::uint64_t val, std::uint64_t mask, std::uint32_t flags) noexcept
+/// FUTEX_WAIT and FUTEX_WAKE share one shape: a word's address, a value (the expected value
+/// of a wait, the most waiters a wake wakes), a bitset mask and futex2 flags.
+template <std::uint8_t Opcode>
+struct FutexOp : Op<FutexOp<Opcode>> {
+    static constexpr std::uint8_t opcode = Opcode;
+    FutexOp(const void* addr, std::uint64_t val, std::uint64_t mask, std::uint32_t flags) noexcept
         : addr_(addr), val_(val), mask_(mask), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { raw::prep_futex(s, opcode, addr_, val_, mask_, flags_); }
+    void prepare(io_uring_sqe* s) const noexcept { raw::prep_futex(s, Opcode, addr_, val_, mask_, flags_); }
     const void* addr_;
     std::uint64_t val_, mask_;
     std::uint32_t flags_;
 };
+
+/// IORING_OP_FUTEX_WAIT (6.7), like futex_wait(2) / FUTEX_WAIT_BITSET: waits while `*addr`
+/// equals `val`, until a wake whose mask intersects `mask`: 0 when woken, -EAGAIN when the
+/// word did not hold `val`, -ECANCELED when cancelled, -EINVAL for bad flags or mask 0,
+/// -EFAULT for a bad address.
+using FutexWait = FutexOp<uring::compat::opcode::futex_wait>;
 inline FutexWait futex_wait(const std::uint32_t* addr, std::uint32_t val,
                             std::uint64_t mask = uring::compat::futex2::bitset_match_any,
                             std::uint32_t futex2_flags = futex_private_u32) noexcept {
@@ -46,15 +51,7 @@ inline FutexWait futex_wait(const std::uint32_t* addr, std::uint32_t val,
 /// IORING_OP_FUTEX_WAKE (6.7): wakes up to `nr` waiters on `addr` whose mask intersects
 /// `mask`: the number woken (0 when nobody waited) or -errno (-EFAULT for a bad address of
 /// a shared word; a private wake does not touch the word).
-struct FutexWake : Op<FutexWake> {
-    static constexpr std::uint8_t opcode = uring::compat::opcode::futex_wake;
-    FutexWake(const void* addr, std::uint64_t nr, std::uint64_t mask, std::uint32_t flags) noexcept
-        : addr_(addr), nr_(nr), mask_(mask), flags_(flags) {}
-    void prepare(io_uring_sqe* s) const noexcept { raw::prep_futex(s, opcode, addr_, nr_, mask_, flags_); }
-    const void* addr_;
-    std::uint64_t nr_, mask_;
-    std::uint32_t flags_;
-};
+using FutexWake = FutexOp<uring::compat::opcode::futex_wake>;
 inline FutexWake futex_wake(const std::uint32_t* addr, std::uint64_t nr,
                             std::uint64_t mask = uring::compat::futex2::bitset_match_any,
                             std::uint32_t futex2_flags = futex_private_u32) noexcept {
