@@ -10,6 +10,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "report.hpp"
+
 namespace ringo {
 
 namespace detail {
@@ -132,13 +134,8 @@ Runtime::Runtime(const RuntimeOptions& options)
 Runtime::~Runtime() {
     // A destructor must not throw: what shutdown could throw (no memory for the run queue,
     // the kernel refusing every submission) is reported, and what it had not freed leaks.
-    try {
-        shutdown();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "ringo: ~Runtime: shutdown stopped early (%s); some task frames may leak\n", e.what());
-    } catch (...) {
-        std::fprintf(stderr, "ringo: ~Runtime: shutdown stopped early; some task frames may leak\n");
-    }
+    detail::run_reporting_failure("~Runtime: shutdown stopped early", "; some task frames may leak",
+                                  [this] { shutdown(); });
 }
 
 RuntimeStats Runtime::stats() const noexcept {

@@ -8,6 +8,8 @@
 #include <exception>
 #include <latch>
 #include <system_error>
+
+#include "report.hpp"
 #include <type_traits>
 
 namespace ringo {
@@ -159,13 +161,7 @@ void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
 RuntimePool::~RuntimePool() {
     // A destructor must not throw: a failure to stop (a thread that cannot be joined) is
     // reported instead.
-    try {
-        shutdown();
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "ringo: ~RuntimePool: shutdown failed (%s)\n", e.what());
-    } catch (...) {
-        std::fprintf(stderr, "ringo: ~RuntimePool: shutdown failed\n");
-    }
+    detail::run_reporting_failure("~RuntimePool: shutdown failed", "", [this] { shutdown(); });
 }
 
 Runtime& RuntimePool::runtime(std::size_t i) const {
