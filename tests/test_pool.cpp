@@ -239,7 +239,8 @@ TEST(RuntimePool, WakeUpsFromPlainThreadsAreSystemCallsAndCounted) {
     EXPECT_EQ(pool.live_tasks(), 0);
 }
 
-TEST(RuntimePool, DrainedOperationDoesNotHoldBackWakeUps) {
+// `by_flag`: the NOP is drained through with_sqe_flags(IOSQE_IO_DRAIN) itself, not drain().
+void drained_operation_does_not_hold_back_wake_ups(bool by_flag) {
     // Runtime 0 has a recv pending and then a drained NOP, which the kernel defers until the
     // recv completes, and with it every later SQE of that ring. A task then moves to the
     // sleeping runtime 1: its wake-up must not be one of those deferred SQEs.
@@ -249,21 +250,31 @@ TEST(RuntimePool, DrainedOperationDoesNotHoldBackWakeUps) {
         char c;
         co_return co_await ringo::op::recv(fd, &c, 1);
     }(sp.fd[0]));
-    auto mover = pool.spawn_on(0, [](Runtime* r1) -> Task<int> {
-        auto drained = ringo::spawn([]() -> Task<int> { co_return co_await ringo::drain(ringo::op::nop()); }());
+    auto mover = pool.spawn_on(0, [](Runtime* r1, bool by_flag) -> Task<int> {
+        auto drained = ringo::spawn([](bool flag) -> Task<int> {
+            if (flag)
+                co_return co_await ringo::op::nop().with_sqe_flags(ringo::uring::compat::sqe_flag::io_drain);
+            co_return co_await ringo::drain(ringo::op::nop());
+        }(by_flag));
         co_await ringo::yield(); // the drained NOP is prepared
         co_await ringo::switch_to(*r1);
         int on_r1 = Runtime::current() == r1;
         co_await ringo::switch_to(*r1); // no-op; keeps the handle's task alive until joined
         drained.detach();
         co_return on_r1;
-    }(&pool.runtime(1)));
+    }(&pool.runtime(1), by_flag));
     for (int i = 0; i < 2000 && !mover.is_finished(); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     EXPECT_TRUE(mover.is_finished()) << "the wake-up was held back behind the drained NOP";
     ASSERT_EQ(::send(sp.fd[1], "x", 1, 0), 1); // lets the recv, then the drain, complete
     EXPECT_EQ(blocker.join(), 1);
     EXPECT_EQ(mover.join(), 1);
+}
+
+TEST(RuntimePool, DrainedOperationDoesNotHoldBackWakeUps) { drained_operation_does_not_hold_back_wake_ups(false); }
+
+TEST(RuntimePool, OperationDrainedByItsOwnFlagDoesNotHoldBackWakeUps) {
+    drained_operation_does_not_hold_back_wake_ups(true);
 }
 
 TEST(RuntimePool, CrossThreadCancelOfTaskOnAnotherRuntime) {

@@ -40,9 +40,7 @@ detail::OpVector<O> hard_link(std::vector<O> ops) {
 template <Operation O>
 std::remove_cvref_t<O> drain(O&& op) {
     std::remove_cvref_t<O> o = std::forward<O>(op);
-    o.with_sqe_flags(uring::compat::sqe_flag::io_drain);
-    if (Runtime* rt = Runtime::current())
-        detail::RuntimeAccess::note_drain_used(*rt);
+    o.with_sqe_flags(uring::compat::sqe_flag::io_drain); // the runtime notes it when the SQE is made
     return o;
 }
 

@@ -9,6 +9,17 @@
 #include <ringo/core/runtime.hpp>
 #include <ringo/uring/compat.hpp>
 
+namespace ringo::detail {
+/// ORs IOSQE_* flags into an SQE of `rt` that an operation prepared: the one place they
+/// enter an SQE, so the runtime learns of those that change how its whole ring behaves
+/// (IO_DRAIN holds back every later SQE; see Inbox).
+inline void add_sqe_flags(Runtime& rt, io_uring_sqe* sqe, std::uint8_t f) noexcept {
+    sqe->flags |= f;
+    if (f & uring::compat::sqe_flag::io_drain) [[unlikely]]
+        RuntimeAccess::note_drain_used(rt);
+}
+} // namespace ringo::detail
+
 namespace ringo::op {
 
 /// The largest byte count one read or write transfers (the kernel's MAX_RW_COUNT); longer
@@ -34,10 +45,10 @@ public:
     [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
 
 protected:
-    /// ORs the flags into `sqe` (after the operation prepared it).
-    void apply_sqe_flags(io_uring_sqe* sqe) const noexcept {
+    /// ORs the flags into `sqe` of `rt` (after the operation prepared it).
+    void apply_sqe_flags(Runtime& rt, io_uring_sqe* sqe) const noexcept {
         if (sqe_flags_) [[unlikely]]
-            sqe->flags |= sqe_flags_;
+            detail::add_sqe_flags(rt, sqe, sqe_flags_);
     }
     std::uint8_t sqe_flags_ = 0;
 };
@@ -65,7 +76,7 @@ public:
             return refuse(rt, ctx);
         io_uring_sqe* sqe = rt->get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
-        this->apply_sqe_flags(sqe);
+        this->apply_sqe_flags(*rt, sqe);
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
         rt->op_started();
