@@ -10,13 +10,16 @@
 #include <ringo/uring/compat.hpp>
 
 namespace ringo::detail {
-/// ORs IOSQE_* flags into an SQE of `rt` that an operation prepared: the one place they
-/// enter an SQE, so the runtime learns of those that change how its whole ring behaves
-/// (IO_DRAIN holds back every later SQE; see Inbox).
-inline void add_sqe_flags(Runtime& rt, io_uring_sqe* sqe, std::uint8_t f) noexcept {
-    sqe->flags |= f;
+/// Every IOSQE_* flag an operation awaitable carries comes in here (SqeFlags, and so
+/// link(), drain() and the rest of the composition layer): flags that change how the whole
+/// ring behaves are told to the runtime of this thread (IO_DRAIN holds back every later SQE
+/// of the ring; see Inbox). Set such flags on the thread of the runtime that awaits the
+/// operation. Out of the await path, which stays as short as it was.
+inline std::uint8_t note_sqe_flags(std::uint8_t f) noexcept {
     if (f & uring::compat::sqe_flag::io_drain) [[unlikely]]
-        RuntimeAccess::note_drain_used(rt);
+        if (Runtime* rt = t_current)
+            RuntimeAccess::note_drain_used(*rt);
+    return f;
 }
 } // namespace ringo::detail
 
@@ -35,20 +38,20 @@ class SqeFlags {
 public:
     /// Adds IOSQE_* flags to the SQE.
     Derived& with_sqe_flags(std::uint8_t f) & noexcept {
-        sqe_flags_ |= f;
+        sqe_flags_ |= detail::note_sqe_flags(f);
         return static_cast<Derived&>(*this);
     }
     Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
-        sqe_flags_ |= f;
+        sqe_flags_ |= detail::note_sqe_flags(f);
         return static_cast<Derived&&>(*this);
     }
     [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
 
 protected:
-    /// ORs the flags into `sqe` of `rt` (after the operation prepared it).
-    void apply_sqe_flags(Runtime& rt, io_uring_sqe* sqe) const noexcept {
+    /// ORs the flags into `sqe` (after the operation prepared it).
+    void apply_sqe_flags(io_uring_sqe* sqe) const noexcept {
         if (sqe_flags_) [[unlikely]]
-            detail::add_sqe_flags(rt, sqe, sqe_flags_);
+            sqe->flags |= sqe_flags_;
     }
     std::uint8_t sqe_flags_ = 0;
 };
@@ -76,7 +79,7 @@ public:
             return refuse(rt, ctx);
         io_uring_sqe* sqe = rt->get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
-        this->apply_sqe_flags(*rt, sqe);
+        this->apply_sqe_flags(sqe);
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
         rt->op_started();

@@ -206,7 +206,7 @@ public:
         n->flags_out = &flags_;
         tracker_->attach(n);
         static_cast<Derived*>(this)->prepare(sqe);
-        this->apply_sqe_flags(*rt, sqe);
+        this->apply_sqe_flags(sqe);
         sqe->user_data =
             reinterpret_cast<std::uint64_t>(static_cast<ringo::detail::Completion*>(n)) | ringo::detail::tag_completion;
         rt->op_started();

@@ -86,7 +86,7 @@ struct GroupState : GroupHead, Waitable {
             std::uint8_t f = op.sqe_flags();
             if (link_flag && i + 1 < n)
                 f |= link_flag;
-            add_sqe_flags(*rt, sqe, f);
+            sqe->flags |= f;
             OpState& st = op;
             st.res = res_pending;
             st.h = head;
