@@ -63,6 +63,9 @@ protected:
 /// `co_await` yields the CQE's result exactly as the kernel reports it: a count or value
 /// >= 0, or -errno. Without a runtime on the thread it yields -ENXIO; when the kernel's
 /// probe lacks the opcode it yields -EOPNOTSUPP without submitting anything.
+/// [[nodiscard]] here does not pass to the derived types: every operation type carries it
+/// itself (`struct [[nodiscard]] Close : Op<Close>`), so an operation created and dropped
+/// without co_await warns (tests/tools/check_nodiscard.cmake checks a sample).
 template <class Derived>
 class [[nodiscard]] Op : public detail::OpState, public SqeFlags<Derived> {
 public:

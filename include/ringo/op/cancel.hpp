@@ -15,7 +15,7 @@ namespace ringo::op {
 /// Matching, by constructor: by user_data (see user_data_of), by fd, or any operation.
 /// Note: `async_cancel_any(async_cancel_all)` also cancels the runtime's internal wake-up
 /// read, so cross-thread posts to this runtime stop working; prefer the narrower forms.
-struct AsyncCancel : Op<AsyncCancel> {
+struct [[nodiscard]] AsyncCancel : Op<AsyncCancel> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::async_cancel;
     AsyncCancel(std::uint64_t target, int fd, unsigned flags) noexcept : target_(target), fd_(fd), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {

@@ -28,7 +28,7 @@ inline void prep_uring_cmd(io_uring_sqe* s, FileRef fd, std::uint32_t cmd_op) no
 /// -EOPNOTSUPP when the file has no uring_cmd handler (regular files, pipes); an unknown
 /// `cmd_op` is the driver's to refuse (sockets: -EOPNOTSUPP, block devices: -EINVAL).
 template <class Fill>
-struct UringCmd : Op<UringCmd<Fill>> {
+struct [[nodiscard]] UringCmd : Op<UringCmd<Fill>> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
     UringCmd(FileRef fd, std::uint32_t cmd_op, Fill fill) : fd_(fd), cmd_op_(cmd_op), fill_(std::move(fill)) {}
     void prepare(io_uring_sqe* s) {
@@ -53,7 +53,7 @@ inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcep
 /// IORING_OP_URING_CMD socket command (SOCKET_URING_OP_*, 6.7): `cmd_op` is one of
 /// uring::compat::socket_cmd; level/optname/optval/optlen as for getsockopt(2). On a file
 /// that is not a socket every command is -EOPNOTSUPP; an unknown `cmd_op` too.
-struct CmdSock : Op<CmdSock> {
+struct [[nodiscard]] CmdSock : Op<CmdSock> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
     CmdSock(FileRef fd, std::uint32_t cmd_op, int level, int optname, void* optval, int optlen) noexcept
         : fd_(fd), cmd_op_(cmd_op), level_(level), optname_(optname), optval_(optval), optlen_(optlen) {}
@@ -101,7 +101,7 @@ inline CmdSock setsockopt(FileRef fd, int level, int optname, const void* optval
 /// writing; -EOPNOTSUPP when the device cannot discard, when `fd` is not a block device
 /// (regular file, socket), and on kernels before 6.12 (the probe cannot tell these apart:
 /// on 6.12+ a read-only descriptor gives -EBADF instead).
-struct CmdDiscard : Op<CmdDiscard> {
+struct [[nodiscard]] CmdDiscard : Op<CmdDiscard> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
     CmdDiscard(FileRef fd, std::uint64_t off, std::uint64_t n) noexcept : fd_(fd), off_(off), n_(n) {}
     void prepare(io_uring_sqe* s) const noexcept {

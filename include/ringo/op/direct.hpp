@@ -11,7 +11,7 @@ namespace ringo::op {
 /// of slots updated, or -errno (-ENXIO: no table, -EINVAL: out of range, -EBADF: a bad
 /// fd). With `offset` = op::alloc_slot the kernel picks free slots and writes the chosen
 /// slot numbers back into `fds`.
-struct FilesUpdate : Op<FilesUpdate> {
+struct [[nodiscard]] FilesUpdate : Op<FilesUpdate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::files_update;
     FilesUpdate(int* fds, unsigned nr, int offset) noexcept : fds_(fds), nr_(nr), offset_(offset) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_files_update(s, fds_, nr_, offset_); }
@@ -26,7 +26,7 @@ inline FilesUpdate files_update(int* fds, unsigned nr, unsigned offset) noexcept
 /// IORING_OP_FIXED_FD_INSTALL (6.8): installs registered file `fd` (a Fixed) as a regular
 /// descriptor of the process: the new fd or -errno (-EBADF for a plain fd or an empty
 /// slot). O_CLOEXEC is set unless `flags` has uring::compat::fixed_fd_no_cloexec.
-struct FixedFdInstall : Op<FixedFdInstall> {
+struct [[nodiscard]] FixedFdInstall : Op<FixedFdInstall> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fixed_fd_install;
     FixedFdInstall(FileRef fd, unsigned flags) noexcept : fd_(fd), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {

@@ -9,7 +9,7 @@ namespace ringo::op {
 
 /// IORING_OP_EPOLL_CTL (5.6), like epoll_ctl(2): 0 or -errno. `ev` may be null for
 /// EPOLL_CTL_DEL.
-struct EpollCtl : Op<EpollCtl> {
+struct [[nodiscard]] EpollCtl : Op<EpollCtl> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::epoll_ctl;
     EpollCtl(int epfd, int op, int fd, epoll_event* ev) noexcept : epfd_(epfd), op_(op), fd_(fd), ev_(ev) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_epoll_ctl(s, epfd_, fd_, op_, ev_); }
@@ -21,7 +21,7 @@ inline EpollCtl epoll_ctl(int epfd, int op, int fd, epoll_event* ev) noexcept { 
 /// IORING_OP_EPOLL_WAIT (6.15), like epoll_wait(2) without a timeout: waits until at least
 /// one event is ready and completes with the number of events stored in `events` (at most
 /// `maxevents`), or -errno. Combine with a timeout or cancellation to bound the wait.
-struct EpollWait : Op<EpollWait> {
+struct [[nodiscard]] EpollWait : Op<EpollWait> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::epoll_wait;
     EpollWait(FileRef epfd, epoll_event* events, int maxevents) noexcept
         : epfd_(epfd), events_(events), max_(maxevents) {}

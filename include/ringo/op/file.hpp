@@ -16,7 +16,7 @@ namespace ringo::op {
 inline constexpr std::uint64_t current_pos = ~std::uint64_t{0};
 
 /// IORING_OP_NOP: completes with 0. Measures the cost of the machinery itself.
-struct Nop : Op<Nop> {
+struct [[nodiscard]] Nop : Op<Nop> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::nop;
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_nop(s); }
 };
@@ -30,7 +30,7 @@ enum class RwExtra { none, buf_index, rw_flags };
 /// `len` (bytes, or iovecs for the vectored ones) from offset `off`, plus the one extra
 /// field of its kind. Read, Write, ReadFixed, WriteFixed, Readv and Writev are this.
 template <std::uint8_t Opcode, class Addr, RwExtra Extra>
-struct RwOp : Op<RwOp<Opcode, Addr, Extra>> {
+struct [[nodiscard]] RwOp : Op<RwOp<Opcode, Addr, Extra>> {
     static constexpr std::uint8_t opcode = Opcode;
     /// `len`: bytes (clamped to what one request can move, as read(2) does) or iovecs.
     RwOp(FileRef fd, Addr addr, std::size_t len, std::uint64_t off, unsigned extra = 0) noexcept
@@ -59,7 +59,7 @@ inline Read read(FileRef fd, void* buf, std::size_t len, std::uint64_t offset) n
 
 /// IORING_OP_READ with a provided buffer (5.7): the kernel picks a buffer of group `g` (up to
 /// `len` bytes); `buffer_id(op.result_flags())` names it. -ENOBUFS when the group is empty.
-struct ReadSelect : Op<ReadSelect> {
+struct [[nodiscard]] ReadSelect : Op<ReadSelect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::read;
     ReadSelect(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t off) noexcept
         : fd_(fd), g_(g), len_(clamp_len(len)), off_(off) {}
@@ -123,7 +123,7 @@ inline void prep_rwv_fixed(io_uring_sqe* s, std::uint8_t opcode, FileRef fd, con
 
 /// READV_FIXED and WRITEV_FIXED share one shape: iovecs inside one registered buffer.
 template <std::uint8_t Opcode>
-struct RwvFixedOp : Op<RwvFixedOp<Opcode>> {
+struct [[nodiscard]] RwvFixedOp : Op<RwvFixedOp<Opcode>> {
     static constexpr std::uint8_t opcode = Opcode;
     RwvFixedOp(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
         : fd_(fd), iov_(iov), n_(n), off_(off), idx_(idx), flags_(flags) {}
@@ -154,7 +154,7 @@ inline WritevFixed writev_fixed(FileRef fd, const iovec* iov, unsigned iovcnt, s
 inline constexpr unsigned fsync_datasync = 1u << 0;
 
 /// IORING_OP_FSYNC (5.1): 0 or -errno.
-struct Fsync : Op<Fsync> {
+struct [[nodiscard]] Fsync : Op<Fsync> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fsync;
     Fsync(FileRef fd, unsigned flags) noexcept : fd_(fd), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -167,7 +167,7 @@ struct Fsync : Op<Fsync> {
 inline Fsync fsync(FileRef fd, unsigned flags = 0) noexcept { return {fd, flags}; }
 
 /// IORING_OP_FALLOCATE (5.6), like fallocate(2): 0 or -errno.
-struct Fallocate : Op<Fallocate> {
+struct [[nodiscard]] Fallocate : Op<Fallocate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fallocate;
     Fallocate(FileRef fd, int mode, std::uint64_t off, std::uint64_t len) noexcept
         : fd_(fd), mode_(mode), off_(off), len_(len) {}
@@ -185,7 +185,7 @@ inline Fallocate fallocate(FileRef fd, int mode, std::uint64_t offset, std::uint
 
 /// IORING_OP_FADVISE (5.6), like posix_fadvise(2): 0 or -errno. `len` is 32 bits wide in
 /// this opcode; 0 means "to the end of the file".
-struct Fadvise : Op<Fadvise> {
+struct [[nodiscard]] Fadvise : Op<Fadvise> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fadvise;
     Fadvise(FileRef fd, std::uint64_t off, std::uint32_t len, int advice) noexcept
         : fd_(fd), off_(off), len_(len), advice_(advice) {}
@@ -203,7 +203,7 @@ inline Fadvise fadvise(FileRef fd, std::uint64_t offset, std::uint32_t len, int 
 }
 
 /// IORING_OP_MADVISE (5.6), like madvise(2) on [addr, addr+len): 0 or -errno.
-struct Madvise : Op<Madvise> {
+struct [[nodiscard]] Madvise : Op<Madvise> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::madvise;
     Madvise(void* addr, std::uint32_t len, int advice) noexcept : addr_(addr), len_(len), advice_(advice) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_madvise(s, addr_, static_cast<off_t>(len_), advice_); }
@@ -214,7 +214,7 @@ struct Madvise : Op<Madvise> {
 inline Madvise madvise(void* addr, std::uint32_t len, int advice) noexcept { return {addr, len, advice}; }
 
 /// IORING_OP_SYNC_FILE_RANGE (5.2), like sync_file_range(2): 0 or -errno.
-struct SyncFileRange : Op<SyncFileRange> {
+struct [[nodiscard]] SyncFileRange : Op<SyncFileRange> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::sync_file_range;
     SyncFileRange(FileRef fd, std::uint64_t off, std::uint32_t len, unsigned flags) noexcept
         : fd_(fd), off_(off), len_(len), flags_(flags) {}
@@ -232,7 +232,7 @@ inline SyncFileRange sync_file_range(FileRef fd, std::uint64_t offset, std::uint
 }
 
 /// IORING_OP_FTRUNCATE (6.9), like ftruncate(2): 0 or -errno.
-struct Ftruncate : Op<Ftruncate> {
+struct [[nodiscard]] Ftruncate : Op<Ftruncate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::ftruncate;
     Ftruncate(FileRef fd, std::uint64_t len) noexcept : fd_(fd), len_(len) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -259,7 +259,7 @@ inline void finish_splice(io_uring_sqe* s, FileRef in, FileRef out) noexcept {
 
 /// IORING_OP_SPLICE (5.7), like splice(2): bytes moved (0 at end of input) or -errno. One
 /// side must be a pipe, whose offset must be op::no_offset.
-struct Splice : Op<Splice> {
+struct [[nodiscard]] Splice : Op<Splice> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::splice;
     Splice(FileRef in, std::int64_t off_in, FileRef out, std::int64_t off_out, std::uint32_t len,
            unsigned flags) noexcept
@@ -279,7 +279,7 @@ inline Splice splice(FileRef fd_in, std::int64_t off_in, FileRef fd_out, std::in
 }
 
 /// IORING_OP_TEE (5.8), like tee(2) between two pipes: bytes duplicated or -errno.
-struct Tee : Op<Tee> {
+struct [[nodiscard]] Tee : Op<Tee> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::tee;
     Tee(FileRef in, FileRef out, std::uint32_t len, unsigned flags) noexcept
         : in_(in), out_(out), len_(len), flags_(flags) {}
@@ -297,7 +297,7 @@ inline Tee tee(FileRef fd_in, FileRef fd_out, std::uint32_t len, unsigned flags 
 
 /// IORING_OP_PROVIDE_BUFFERS (5.7): hands `nr` buffers of `len` bytes each, laid out back to
 /// back from `addr`, to buffer group `bgid` with ids bid, bid+1, ...: 0 or -errno.
-struct ProvideBuffers : Op<ProvideBuffers> {
+struct [[nodiscard]] ProvideBuffers : Op<ProvideBuffers> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::provide_buffers;
     ProvideBuffers(void* addr, int len, int nr, int bgid, int bid) noexcept
         : addr_(addr), len_(len), nr_(nr), bgid_(bgid), bid_(bid) {}
@@ -311,7 +311,7 @@ inline ProvideBuffers provide_buffers(void* addr, int len, int nr, BufferGroup g
 
 /// IORING_OP_REMOVE_BUFFERS (5.7): takes up to `nr` buffers of group `bgid` back: the number
 /// removed, or -ENOENT when the group has none.
-struct RemoveBuffers : Op<RemoveBuffers> {
+struct [[nodiscard]] RemoveBuffers : Op<RemoveBuffers> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::remove_buffers;
     RemoveBuffers(int nr, int bgid) noexcept : nr_(nr), bgid_(bgid) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_remove_buffers(s, nr_, bgid_); }

@@ -27,7 +27,7 @@ inline void prep_futex(io_uring_sqe* s, std::uint8_t opcode, const void* addr, s
 /// FUTEX_WAIT and FUTEX_WAKE share one shape: a word's address, a value (the expected value
 /// of a wait, the most waiters a wake wakes), a bitset mask and futex2 flags.
 template <std::uint8_t Opcode>
-struct FutexOp : Op<FutexOp<Opcode>> {
+struct [[nodiscard]] FutexOp : Op<FutexOp<Opcode>> {
     static constexpr std::uint8_t opcode = Opcode;
     FutexOp(const void* addr, std::uint64_t val, std::uint64_t mask, std::uint32_t flags) noexcept
         : addr_(addr), val_(val), mask_(mask), flags_(flags) {}
@@ -62,7 +62,7 @@ inline FutexWake futex_wake(const std::uint32_t* addr, std::uint64_t nr,
 /// entry: val, uaddr, flags = futex2 flags). The result is the index of the entry that was
 /// woken, -EAGAIN when one word did not hold its value, or -errno. `v` must stay valid
 /// until the await ends.
-struct FutexWaitv : Op<FutexWaitv> {
+struct [[nodiscard]] FutexWaitv : Op<FutexWaitv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::futex_waitv;
     FutexWaitv(const ::futex_waitv* v, unsigned nr) noexcept : v_(v), nr_(nr) {}
     void prepare(io_uring_sqe* s) const noexcept {

@@ -138,7 +138,7 @@ private:
 /// register a ring fd in a file table, so it is a plain fd). With `cqe_flags` != 0 those become the target CQE's flags
 /// (IORING_MSG_RING_FLAGS_PASS, 6.3). The result is 0, or -errno (-EBADFD: not a ring,
 /// -EBADF: closed fd, -EOVERFLOW: the target's CQ is full).
-struct MsgRing : Op<MsgRing> {
+struct [[nodiscard]] MsgRing : Op<MsgRing> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::msg_ring;
     MsgRing(FileRef ring, std::uint32_t value, std::uint64_t user_data, std::uint32_t cqe_flags) noexcept
         : ring_(ring), value_(value), ud_(user_data), cqe_flags_(cqe_flags) {}
@@ -170,7 +170,7 @@ inline MsgRing msg_ring(const Mailbox& box, std::uint32_t value, std::uint32_t c
 /// chosen with alloc_slot (0 for a given slot). The result here is the same value, or -errno
 /// (-EBADF: empty source slot, -EINVAL: target is this ring, -ENFILE: no free target slot,
 /// -ENXIO: the target has no table). With `skip_target_cqe` the target gets no CQE.
-struct MsgRingFd : Op<MsgRingFd> {
+struct [[nodiscard]] MsgRingFd : Op<MsgRingFd> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::msg_ring;
     MsgRingFd(FileRef ring, unsigned src, unsigned dst, std::uint64_t user_data, bool skip) noexcept
         : ring_(ring), src_(src), dst_(dst), ud_(user_data), skip_(skip) {}

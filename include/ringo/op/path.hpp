@@ -11,7 +11,7 @@ namespace ringo::op {
 
 /// IORING_OP_OPENAT (5.6), like openat(2): the new fd or -errno. `path` must stay valid
 /// until the await ends.
-struct Openat : Op<Openat> {
+struct [[nodiscard]] Openat : Op<Openat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::openat;
     Openat(int dfd, const char* path, int flags, mode_t mode) noexcept
         : dfd_(dfd), path_(path), flags_(flags), mode_(mode) {}
@@ -30,7 +30,7 @@ inline Openat openat(int dfd, const char* path, int flags, mode_t mode = 0) noex
 /// result is 0 for a chosen slot, the slot number with alloc_slot, or -errno (-ENFILE: no
 /// free slot, also when no table is registered and alloc_slot was asked; -ENXIO: a chosen
 /// slot without a table; -EINVAL: O_CLOEXEC, or a slot past the end of the table).
-struct OpenatDirect : Op<OpenatDirect> {
+struct [[nodiscard]] OpenatDirect : Op<OpenatDirect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::openat;
     OpenatDirect(int dfd, const char* path, int flags, mode_t mode, unsigned slot) noexcept
         : dfd_(dfd), path_(path), flags_(flags), mode_(mode), slot_(slot) {}
@@ -73,7 +73,7 @@ inline Openat2 openat2_direct(int dfd, const char* path, open_how* how, unsigned
 
 /// IORING_OP_CLOSE (5.6), like close(2): 0 or -errno. With `Fixed{i}` it empties slot i of
 /// the registered file table (5.15).
-struct Close : Op<Close> {
+struct [[nodiscard]] Close : Op<Close> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::close;
     explicit Close(FileRef fd) noexcept : fd_(fd) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -87,7 +87,7 @@ struct Close : Op<Close> {
 inline Close close(FileRef fd) noexcept { return Close{fd}; }
 
 /// IORING_OP_STATX (5.6), like statx(2): 0 or -errno; fills `*out`.
-struct Statx : Op<Statx> {
+struct [[nodiscard]] Statx : Op<Statx> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::statx;
     Statx(int dfd, const char* path, int flags, unsigned mask, struct statx* out) noexcept
         : dfd_(dfd), path_(path), flags_(flags), mask_(mask), out_(out) {}
@@ -103,7 +103,7 @@ inline Statx statx(int dfd, const char* path, int flags, unsigned mask, struct s
 }
 
 /// IORING_OP_UNLINKAT (5.11), like unlinkat(2) (AT_REMOVEDIR removes a directory): 0 or -errno.
-struct Unlinkat : Op<Unlinkat> {
+struct [[nodiscard]] Unlinkat : Op<Unlinkat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::unlinkat;
     Unlinkat(int dfd, const char* path, int flags) noexcept : dfd_(dfd), path_(path), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_unlinkat(s, dfd_, path_, flags_); }
@@ -114,7 +114,7 @@ struct Unlinkat : Op<Unlinkat> {
 inline Unlinkat unlinkat(int dfd, const char* path, int flags = 0) noexcept { return {dfd, path, flags}; }
 
 /// IORING_OP_RENAMEAT (5.11), like renameat2(2): 0 or -errno.
-struct Renameat : Op<Renameat> {
+struct [[nodiscard]] Renameat : Op<Renameat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::renameat;
     Renameat(int odfd, const char* oldpath, int ndfd, const char* newpath, unsigned flags) noexcept
         : odfd_(odfd), ndfd_(ndfd), old_(oldpath), new_(newpath), flags_(flags) {}
@@ -130,7 +130,7 @@ inline Renameat renameat(int olddfd, const char* oldpath, int newdfd, const char
 }
 
 /// IORING_OP_MKDIRAT (5.15), like mkdirat(2): 0 or -errno.
-struct Mkdirat : Op<Mkdirat> {
+struct [[nodiscard]] Mkdirat : Op<Mkdirat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::mkdirat;
     Mkdirat(int dfd, const char* path, mode_t mode) noexcept : dfd_(dfd), path_(path), mode_(mode) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_mkdirat(s, dfd_, path_, mode_); }
@@ -141,7 +141,7 @@ struct Mkdirat : Op<Mkdirat> {
 inline Mkdirat mkdirat(int dfd, const char* path, mode_t mode) noexcept { return {dfd, path, mode}; }
 
 /// IORING_OP_SYMLINKAT (5.15), like symlinkat(2): creates `linkpath` pointing at `target`.
-struct Symlinkat : Op<Symlinkat> {
+struct [[nodiscard]] Symlinkat : Op<Symlinkat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::symlinkat;
     Symlinkat(const char* target, int ndfd, const char* linkpath) noexcept
         : target_(target), ndfd_(ndfd), link_(linkpath) {}
@@ -155,7 +155,7 @@ inline Symlinkat symlinkat(const char* target, int newdirfd, const char* linkpat
 }
 
 /// IORING_OP_LINKAT (5.15), like linkat(2): 0 or -errno.
-struct Linkat : Op<Linkat> {
+struct [[nodiscard]] Linkat : Op<Linkat> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::linkat;
     Linkat(int odfd, const char* oldpath, int ndfd, const char* newpath, int flags) noexcept
         : odfd_(odfd), ndfd_(ndfd), old_(oldpath), new_(newpath), flags_(flags) {}

@@ -14,7 +14,7 @@ namespace ringo::op {
 /// pipe_direct() creates both ends in the registered file table instead: with op::alloc_slot
 /// the kernel picks two free slots and writes them to fds; with slot i the ends go to slots
 /// i and i+1. O_CLOEXEC is refused (-EINVAL) for direct descriptors.
-struct Pipe : Op<Pipe> {
+struct [[nodiscard]] Pipe : Op<Pipe> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::pipe;
     Pipe(int* fds, int flags, unsigned slot, bool direct) noexcept
         : fds_(fds), flags_(flags), slot_(slot), direct_(direct) {}

@@ -11,7 +11,7 @@ namespace ringo::op {
 /// IORING_OP_POLL_ADD (5.1), one shot: waits until `fd` is ready for `events` (POLLIN,
 /// POLLOUT, ...) and completes with the ready mask (revents), or -ECANCELED when removed or
 /// cancelled, or -errno.
-struct PollAdd : Op<PollAdd> {
+struct [[nodiscard]] PollAdd : Op<PollAdd> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::poll_add;
     PollAdd(FileRef fd, unsigned events) noexcept : fd_(fd), events_(events) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -26,7 +26,7 @@ inline PollAdd poll_add(FileRef fd, unsigned events) noexcept { return {fd, even
 /// IORING_OP_POLL_REMOVE (5.1): removes the poll_add whose user_data is `target` (see
 /// user_data_of): 0, or -ENOENT when no such poll is armed (-EALREADY when it is completing).
 /// The removed poll completes with -ECANCELED.
-struct PollRemove : Op<PollRemove> {
+struct [[nodiscard]] PollRemove : Op<PollRemove> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::poll_remove;
     explicit PollRemove(std::uint64_t target) noexcept : target_(target) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_poll_remove(s, target_); }
@@ -37,7 +37,7 @@ inline PollRemove poll_remove(std::uint64_t target_user_data) noexcept { return 
 /// IORING_OP_POLL_REMOVE with IORING_POLL_UPDATE_EVENTS (5.13): changes the events an armed
 /// poll_add waits for to `events`: 0, or -ENOENT. (The poll keeps its user_data: ringo's
 /// user_data is the address of the awaiting operation, so it is not offered for change.)
-struct PollUpdate : Op<PollUpdate> {
+struct [[nodiscard]] PollUpdate : Op<PollUpdate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::poll_remove;
     PollUpdate(std::uint64_t target, unsigned events) noexcept : target_(target), events_(events) {}
     void prepare(io_uring_sqe* s) const noexcept {

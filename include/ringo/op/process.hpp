@@ -12,7 +12,7 @@ namespace ringo::op {
 /// P_PID, P_PIDFD, P_PGID or P_ALL; options WEXITED, WSTOPPED, WCONTINUED, WNOHANG,
 /// WNOWAIT). 0 with `*info` filled (si_pid, si_status, si_code), or -errno (-ECHILD: no
 /// such child). `info` may be null.
-struct Waitid : Op<Waitid> {
+struct [[nodiscard]] Waitid : Op<Waitid> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::waitid;
     Waitid(idtype_t idtype, id_t id, siginfo_t* info, int options) noexcept
         : idtype_(idtype), id_(id), info_(info), options_(options) {}

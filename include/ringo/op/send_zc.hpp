@@ -244,7 +244,7 @@ private:
 /// IORING_OP_SEND_ZC (6.0), like send(2) with the pages lent instead of copied: bytes sent
 /// or -errno. `zc_flags` takes uring::compat::recvsend flags (send_zc_report_usage,
 /// poll_first). Keep `buf` untouched until `tracker` releases it.
-struct SendZc : ZcOp<SendZc> {
+struct [[nodiscard]] SendZc : ZcOp<SendZc> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send_zc;
     SendZc(FileRef fd, const void* buf, std::size_t len, int flags, unsigned zc_flags, ZcTracker& t,
            const sockaddr* addr, socklen_t alen, int buf_index) noexcept
@@ -285,7 +285,7 @@ inline SendZc sendto_zc(FileRef fd, const void* buf, std::size_t len, int flags,
 
 /// IORING_OP_SENDMSG_ZC (6.1), like sendmsg(2) with the pages lent: bytes sent or -errno.
 /// The iovec buffers stay lent until `tracker` releases them.
-struct SendmsgZc : ZcOp<SendmsgZc> {
+struct [[nodiscard]] SendmsgZc : ZcOp<SendmsgZc> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::sendmsg_zc;
     SendmsgZc(FileRef fd, const msghdr* msg, unsigned flags, ZcTracker& t) noexcept
         : ZcOp(t), fd_(fd), msg_(msg), flags_(flags) {}

@@ -9,7 +9,7 @@
 namespace ringo::op {
 
 /// IORING_OP_SOCKET (5.19), like socket(2): the new fd or -errno.
-struct Socket : Op<Socket> {
+struct [[nodiscard]] Socket : Op<Socket> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::socket;
     Socket(int domain, int type, int protocol, unsigned flags) noexcept
         : domain_(domain), type_(type), protocol_(protocol), flags_(flags) {}
@@ -23,7 +23,7 @@ inline Socket socket(int domain, int type, int protocol = 0, unsigned flags = 0)
 
 /// IORING_OP_SOCKET into the registered file table (5.19): 0 for a chosen slot, the slot
 /// with op::alloc_slot, or -errno (-ENFILE: no free slot, -ENXIO: no table).
-struct SocketDirect : Op<SocketDirect> {
+struct [[nodiscard]] SocketDirect : Op<SocketDirect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::socket;
     SocketDirect(int domain, int type, int protocol, unsigned slot, unsigned flags) noexcept
         : domain_(domain), type_(type), protocol_(protocol), slot_(slot), flags_(flags) {}
@@ -40,7 +40,7 @@ inline SocketDirect socket_direct(int domain, int type, int protocol, unsigned f
 }
 
 /// IORING_OP_BIND (6.11), like bind(2): 0 or -errno.
-struct Bind : Op<Bind> {
+struct [[nodiscard]] Bind : Op<Bind> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::bind;
     Bind(FileRef fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -54,7 +54,7 @@ struct Bind : Op<Bind> {
 inline Bind bind(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
 /// IORING_OP_LISTEN (6.11), like listen(2): 0 or -errno.
-struct Listen : Op<Listen> {
+struct [[nodiscard]] Listen : Op<Listen> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::listen;
     Listen(FileRef fd, int backlog) noexcept : fd_(fd), backlog_(backlog) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -68,7 +68,7 @@ inline Listen listen(FileRef fd, int backlog) noexcept { return {fd, backlog}; }
 
 /// IORING_OP_CONNECT (5.5), like connect(2): 0 or -errno. `addr` must stay valid until the
 /// await ends.
-struct Connect : Op<Connect> {
+struct [[nodiscard]] Connect : Op<Connect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::connect;
     Connect(FileRef fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -82,7 +82,7 @@ struct Connect : Op<Connect> {
 inline Connect connect(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
 /// IORING_OP_ACCEPT (5.5), like accept4(2): the new fd or -errno. `addr`/`addrlen` may be null.
-struct Accept : Op<Accept> {
+struct [[nodiscard]] Accept : Op<Accept> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::accept;
     Accept(FileRef fd, sockaddr* addr, socklen_t* len, int flags) noexcept
         : fd_(fd), addr_(addr), len_(len), flags_(flags) {}
@@ -101,7 +101,7 @@ inline Accept accept(FileRef fd, sockaddr* addr = nullptr, socklen_t* addrlen = 
 
 /// IORING_OP_ACCEPT into the registered file table (5.15): 0 for a chosen slot, the slot
 /// with op::alloc_slot, or -errno.
-struct AcceptDirect : Op<AcceptDirect> {
+struct [[nodiscard]] AcceptDirect : Op<AcceptDirect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::accept;
     AcceptDirect(FileRef fd, sockaddr* addr, socklen_t* len, int flags, unsigned slot) noexcept
         : fd_(fd), addr_(addr), len_(len), flags_(flags), slot_(slot) {}
@@ -122,7 +122,7 @@ inline AcceptDirect accept_direct(FileRef fd, sockaddr* addr, socklen_t* addrlen
 }
 
 /// IORING_OP_SEND (5.6), like send(2): bytes sent or -errno.
-struct Send : Op<Send> {
+struct [[nodiscard]] Send : Op<Send> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send;
     Send(FileRef fd, const void* buf, std::size_t len, int flags) noexcept
         : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
@@ -138,7 +138,7 @@ struct Send : Op<Send> {
 inline Send send(FileRef fd, const void* buf, std::size_t len, int flags = 0) noexcept { return {fd, buf, len, flags}; }
 
 /// IORING_OP_SEND with a destination address (6.0), like sendto(2): bytes sent or -errno.
-struct Sendto : Op<Sendto> {
+struct [[nodiscard]] Sendto : Op<Sendto> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::send;
     Sendto(FileRef fd, const void* buf, std::size_t len, int flags, const sockaddr* addr, socklen_t alen) noexcept
         : fd_(fd), buf_(buf), len_(len), flags_(flags), addr_(addr), alen_(alen) {}
@@ -161,7 +161,7 @@ inline Sendto sendto(FileRef fd, const void* buf, std::size_t len, int flags, co
 
 /// IORING_OP_SENDMSG (5.3), like sendmsg(2): bytes sent or -errno. `msg` and everything it
 /// points to must stay valid until the await ends.
-struct Sendmsg : Op<Sendmsg> {
+struct [[nodiscard]] Sendmsg : Op<Sendmsg> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::sendmsg;
     Sendmsg(FileRef fd, const msghdr* msg, unsigned flags) noexcept : fd_(fd), msg_(msg), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -175,7 +175,7 @@ struct Sendmsg : Op<Sendmsg> {
 inline Sendmsg sendmsg(FileRef fd, const msghdr* msg, unsigned flags = 0) noexcept { return {fd, msg, flags}; }
 
 /// IORING_OP_RECV (5.6), like recv(2): bytes received (0 at orderly shutdown) or -errno.
-struct Recv : Op<Recv> {
+struct [[nodiscard]] Recv : Op<Recv> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
     Recv(FileRef fd, void* buf, std::size_t len, int flags) noexcept : fd_(fd), buf_(buf), len_(len), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -191,7 +191,7 @@ inline Recv recv(FileRef fd, void* buf, std::size_t len, int flags = 0) noexcept
 
 /// IORING_OP_RECV with a provided buffer (5.7): the kernel picks a buffer of group `g`;
 /// `buffer_id(op.result_flags())` names it. -ENOBUFS when the group is empty.
-struct RecvSelect : Op<RecvSelect> {
+struct [[nodiscard]] RecvSelect : Op<RecvSelect> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recv;
     RecvSelect(FileRef fd, BufferGroup g, std::size_t len, int flags) noexcept
         : fd_(fd), g_(g), len_(len), flags_(flags) {}
@@ -210,7 +210,7 @@ inline RecvSelect recv(FileRef fd, BufferGroup g, std::size_t len, int flags = 0
 }
 
 /// IORING_OP_RECVMSG (5.3), like recvmsg(2): bytes received or -errno; fills `*msg`.
-struct Recvmsg : Op<Recvmsg> {
+struct [[nodiscard]] Recvmsg : Op<Recvmsg> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::recvmsg;
     Recvmsg(FileRef fd, msghdr* msg, unsigned flags) noexcept : fd_(fd), msg_(msg), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
@@ -224,7 +224,7 @@ struct Recvmsg : Op<Recvmsg> {
 inline Recvmsg recvmsg(FileRef fd, msghdr* msg, unsigned flags = 0) noexcept { return {fd, msg, flags}; }
 
 /// IORING_OP_SHUTDOWN (5.11), like shutdown(2): 0 or -errno.
-struct Shutdown : Op<Shutdown> {
+struct [[nodiscard]] Shutdown : Op<Shutdown> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::shutdown;
     Shutdown(FileRef fd, int how) noexcept : fd_(fd), how_(how) {}
     void prepare(io_uring_sqe* s) const noexcept {

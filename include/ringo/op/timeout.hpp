@@ -22,7 +22,7 @@ __kernel_timespec to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
 /// IORING_OP_TIMEOUT (5.4). Completes with -ETIME when the time passes, 0 when `count`
 /// other completions arrived first (count > 0), -ECANCELED when cancelled. `flags` takes
 /// IORING_TIMEOUT_ABS, _BOOTTIME, _REALTIME, _ETIME_SUCCESS (see uring::compat).
-struct Timeout : Op<Timeout> {
+struct [[nodiscard]] Timeout : Op<Timeout> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout;
     Timeout(__kernel_timespec ts, unsigned count, unsigned flags) noexcept : ts_(ts), count_(count), flags_(flags) {}
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_timeout(s, &ts_, count_, flags_); }
@@ -41,7 +41,7 @@ Timeout timeout(std::chrono::duration<Rep, Period> d, unsigned count = 0, unsign
 /// IORING_OP_TIMEOUT_REMOVE (5.5): removes the armed timeout whose user_data is `target`
 /// (see user_data_of): 0, -ENOENT when not found, -EALREADY when it is firing. The removed
 /// timeout completes with -ECANCELED.
-struct TimeoutRemove : Op<TimeoutRemove> {
+struct [[nodiscard]] TimeoutRemove : Op<TimeoutRemove> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
     TimeoutRemove(std::uint64_t target, unsigned flags) noexcept : target_(target), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_timeout_remove(s, target_, flags_); }
@@ -55,7 +55,7 @@ inline TimeoutRemove timeout_remove(std::uint64_t target_user_data, unsigned fla
 /// IORING_OP_TIMEOUT_REMOVE with IORING_TIMEOUT_UPDATE (5.11): re-arms the timeout `target`
 /// to expire after `ts` (absolute with timeout_abs): 0 or -ENOENT. With
 /// uring::compat::link_timeout_update in `flags` it updates a link_timeout instead.
-struct TimeoutUpdate : Op<TimeoutUpdate> {
+struct [[nodiscard]] TimeoutUpdate : Op<TimeoutUpdate> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
     TimeoutUpdate(std::uint64_t target, __kernel_timespec ts, unsigned flags) noexcept
         : target_(target), ts_(ts), flags_(flags) {}
@@ -78,7 +78,7 @@ TimeoutUpdate timeout_update(std::uint64_t target_user_data, std::chrono::durati
 /// be prepared back to back, as the composition layer's `link` does). If that operation is
 /// still running when the time passes it is cancelled (and completes with -ECANCELED) and
 /// this completes with -ETIME; if it finishes first this completes with -ECANCELED.
-struct LinkTimeout : Op<LinkTimeout> {
+struct [[nodiscard]] LinkTimeout : Op<LinkTimeout> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::link_timeout;
     LinkTimeout(__kernel_timespec ts, unsigned flags) noexcept : ts_(ts), flags_(flags) {}
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_link_timeout(s, &ts_, flags_); }

@@ -10,7 +10,7 @@ namespace ringo::op {
 /// IORING_OP_GETXATTR (5.19), like getxattr(2): the value's size (copied to `value` when
 /// `size` is large enough; size 0 asks for the size only) or -errno (-ENODATA: no such
 /// attribute, -ERANGE: `size` too small).
-struct Getxattr : Op<Getxattr> {
+struct [[nodiscard]] Getxattr : Op<Getxattr> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::getxattr;
     Getxattr(const char* path, const char* name, void* value, std::size_t size) noexcept
         : path_(path), name_(name), value_(value), size_(static_cast<unsigned>(size)) {}
@@ -27,7 +27,7 @@ inline Getxattr getxattr(const char* path, const char* name, void* value, std::s
 }
 
 /// IORING_OP_SETXATTR (5.19), like setxattr(2) (flags XATTR_CREATE / XATTR_REPLACE): 0 or -errno.
-struct Setxattr : Op<Setxattr> {
+struct [[nodiscard]] Setxattr : Op<Setxattr> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::setxattr;
     Setxattr(const char* path, const char* name, const void* value, std::size_t size, int flags) noexcept
         : path_(path), name_(name), value_(value), size_(static_cast<unsigned>(size)), flags_(flags) {}
@@ -46,7 +46,7 @@ inline Setxattr setxattr(const char* path, const char* name, const void* value, 
 }
 
 /// IORING_OP_FGETXATTR (5.19), like fgetxattr(2); results as getxattr.
-struct Fgetxattr : Op<Fgetxattr> {
+struct [[nodiscard]] Fgetxattr : Op<Fgetxattr> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fgetxattr;
     Fgetxattr(FileRef fd, const char* name, void* value, std::size_t size) noexcept
         : fd_(fd), name_(name), value_(value), size_(static_cast<unsigned>(size)) {}
@@ -64,7 +64,7 @@ inline Fgetxattr fgetxattr(FileRef fd, const char* name, void* value, std::size_
 }
 
 /// IORING_OP_FSETXATTR (5.19), like fsetxattr(2): 0 or -errno.
-struct Fsetxattr : Op<Fsetxattr> {
+struct [[nodiscard]] Fsetxattr : Op<Fsetxattr> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fsetxattr;
     Fsetxattr(FileRef fd, const char* name, const void* value, std::size_t size, int flags) noexcept
         : fd_(fd), name_(name), value_(value), size_(static_cast<unsigned>(size)), flags_(flags) {}
