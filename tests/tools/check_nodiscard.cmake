@@ -1,9 +1,11 @@
 # Every operation awaitable is [[nodiscard]]: creating one without co_await (which does nothing)
 # draws a warning. Compiles tests/tools/discarded_ops.cpp once with every operation awaited (it
-# must compile cleanly: the check itself works) and once per operation dropped (each must fail
-# under -Werror with a nodiscard diagnostic).
+# must compile: the check itself works) and once per operation dropped (each must fail with
+# the nodiscard diagnostic as an error).
 #   cmake -DCXX=... -DINCLUDES="dir;dir" -DSOURCE=.../discarded_ops.cpp -DCASES=8 -P check_nodiscard.cmake
-set(flags -std=c++20 -fsyntax-only -Wall -Wextra -Werror)
+# Only the diagnostics in question are errors: headers found through -I (a newer liburing's
+# kernel headers beside glibc's) may warn about other things.
+set(flags -std=c++20 -fsyntax-only -Werror=unused-result -Werror=unused-value)
 foreach(d ${INCLUDES})
   list(APPEND flags -I${d})
 endforeach()
