@@ -8,9 +8,9 @@
 #include <exception>
 #include <latch>
 #include <system_error>
+#include <type_traits>
 
 #include "report.hpp"
-#include <type_traits>
 
 namespace ringo {
 

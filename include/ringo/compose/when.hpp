@@ -80,8 +80,7 @@ inline void start_branch(BranchGroup& g, Task<void> t) {
     auto h = t.release();
     auto& p = h.promise();
     Runtime& rt = *g.rt;
-    p.become_spawned(rt, h.address());
-    p.own_ctx_.task_root = false; // a branch: cancelled with its group, not on its own
+    p.become_spawned(rt, h.address(), /*task_root=*/false); // cancelled with its group
     p.own_ctx_.link_under(g.ctx);
     p.join_.store(join_detached, std::memory_order_relaxed);
     detail::RuntimeAccess::register_task(rt, p);

@@ -203,19 +203,22 @@ std::coroutine_handle<Promise<T>> take_for_spawn(Runtime& rt, Task<T>& task) {
     h.promise().become_spawned(rt, h.address());
     return h;
 }
+/// Starts a task taken by take_for_spawn on `rt`, the runtime of this thread.
+template <class T>
+JoinHandle<T> start_here(Runtime& rt, std::coroutine_handle<Promise<T>> h) {
+    RuntimeAccess::register_task(rt, h.promise());
+    rt.schedule(h);
+    return JoinHandle<T>{h};
+}
 } // namespace detail
 
 /// Starts `task` on runtime `rt` (any thread may call this) and returns its handle.
 template <class T>
 JoinHandle<T> spawn(Runtime& rt, Task<T> task) {
     auto h = detail::take_for_spawn(rt, task);
-    auto& p = h.promise();
-    if (detail::t_current == &rt) {
-        detail::RuntimeAccess::register_task(rt, p);
-        rt.schedule(h);
-    } else {
-        detail::RuntimeAccess::post_spawn(rt, p, h);
-    }
+    if (detail::t_current == &rt)
+        return detail::start_here(rt, h);
+    detail::RuntimeAccess::post_spawn(rt, h.promise(), h);
     return JoinHandle<T>{h};
 }
 
@@ -231,10 +234,7 @@ JoinHandle<T> spawn(Task<T> task) {
     Runtime* rt = detail::t_current;
     if (!rt) [[unlikely]]
         detail::throw_spawn_outside_runtime();
-    auto h = detail::take_for_spawn(*rt, task); // on this thread: no post needed
-    detail::RuntimeAccess::register_task(*rt, h.promise());
-    rt->schedule(h);
-    return JoinHandle<T>{h};
+    return detail::start_here(*rt, detail::take_for_spawn(*rt, task)); // on this thread: no post needed
 }
 
 /// Lets the other ready tasks run; resumes after them. Outside a runtime it does nothing.

@@ -167,7 +167,7 @@ struct PromiseBase {
     // (exc_sink_tagged_; a list link is never odd), through which the exception is
     // reported if the task's handle is detached, and which joining releases. A task that is
     // only awaited never joins a list: exc_ is all it uses. Sharing the words keeps the
-    // frame of an empty spawned task at 96 bytes.
+    // frame of an empty spawned task at 112 bytes.
     union {
         PromiseBase* prev_ = nullptr;
         std::uintptr_t exc_sink_tagged_;
@@ -185,12 +185,13 @@ struct PromiseBase {
     /// take_for_spawn or start_branch found it to start (CancelCtx::frame_offset).
     [[nodiscard]] void* frame_address() noexcept { return reinterpret_cast<char*>(this) - own_ctx_.frame_offset; }
     /// Makes this the promise of a spawned task on `rt` whose frame is `frame`: a join state
-    /// instead of a continuation, and its own cancellation root.
-    void become_spawned(Runtime& rt, void* frame) noexcept {
+    /// instead of a continuation, and its own cancellation context, a root of its own
+    /// (`task_root`) or a combinator's branch, cancelled with its group.
+    void become_spawned(Runtime& rt, void* frame, bool task_root = true) noexcept {
         owner_ = &rt;
         std::construct_at(&join_, join_running);
         ctx_ = &own_ctx_;
-        own_ctx_.task_root = true;
+        own_ctx_.task_root = task_root;
         own_ctx_.frame_offset = static_cast<std::uint8_t>(reinterpret_cast<char*>(this) - static_cast<char*>(frame));
     }
 
