@@ -574,4 +574,209 @@ TEST(BadInput, AwaitingAHandleTwiceThrowsLogicError) {
     EXPECT_EQ(r, std::make_tuple(-ECANCELED, 3, 0));
 }
 
+// ---------------------------------------------------------------- cleanup in a cancelled task
+//
+// The rule (op/base.hpp, compose/cancel.hpp): release operations (close, async_cancel) run in
+// a task that has been cancelled and are not interrupted; anything else runs there only when
+// shielded(). Checked for every way a task is cancelled.
+
+struct Pipe {
+    int r = -1, w = -1;
+    Pipe() {
+        int p[2];
+        EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+        r = p[0];
+        w = p[1];
+    }
+    ~Pipe() {
+        if (r >= 0 && ::fcntl(r, F_GETFD) >= 0)
+            ::close(r);
+        if (w >= 0 && ::fcntl(w, F_GETFD) >= 0)
+            ::close(w);
+    }
+};
+
+bool is_open(int fd) { return ::fcntl(fd, F_GETFD) >= 0; }
+
+// What a cancelled handler did on its way out.
+struct Cleanup {
+    int waited = 1; // the read it was cancelled in
+    int closed = 1; // co_await op::close(fd)
+    int sent = 1;   // co_await shielded(op::write(out, "x", 1))
+    int after = 1;  // a plain operation after the cleanup
+};
+
+// Reads `in` (nothing ever comes) until cancelled, then closes `in`, writes one byte to `out`
+// shielded, and tries one more plain operation.
+Task<void> handler(int in, int out, Cleanup* c) {
+    char b;
+    c->waited = co_await op::read(in, &b, 1, 0);
+    c->closed = co_await op::close(in);
+    c->sent = co_await ringo::shielded(op::write(out, "x", 1, 0));
+    c->after = co_await op::nop();
+}
+
+void expect_cleaned_up(const Cleanup& c, const Pipe& in, const Pipe& out) {
+    EXPECT_EQ(c.waited, -ECANCELED);
+    EXPECT_EQ(c.closed, 0);
+    EXPECT_FALSE(is_open(in.r)) << "the cancelled task's close did nothing";
+    EXPECT_EQ(c.sent, 1);
+    char b = 0;
+    EXPECT_EQ(::read(out.r, &b, 1), 1);
+    EXPECT_EQ(b, 'x');
+    EXPECT_EQ(c.after, -ECANCELED); // the task is still cancelled after its shielded cleanup
+}
+
+TEST(CancelledCleanup, AfterJoinHandleCancel) {
+    Pipe in, out;
+    Cleanup c;
+    run([&]() -> Task<void> {
+        auto h = ringo::spawn(handler(in.r, out.w, &c));
+        co_await ringo::yield();
+        h.cancel();
+        co_await h;
+    });
+    expect_cleaned_up(c, in, out);
+}
+
+TEST(CancelledCleanup, AfterWithTimeout) {
+    Pipe in, out;
+    Cleanup c;
+    run([&]() -> Task<void> { (void)co_await ringo::with_timeout(handler(in.r, out.w, &c), 10ms); });
+    expect_cleaned_up(c, in, out);
+}
+
+TEST(CancelledCleanup, AsTheLoserOfWhenAny) {
+    Pipe in, out;
+    Cleanup c;
+    run([&]() -> Task<void> {
+        auto nap = []() -> Task<void> { co_await ringo::sleep_for(5ms); };
+        (void)co_await ringo::when_any(handler(in.r, out.w, &c), nap());
+    });
+    expect_cleaned_up(c, in, out);
+}
+
+TEST(CancelledCleanup, InACancelledTaskScope) {
+    Pipe in, out;
+    Cleanup c;
+    run([&]() -> Task<void> {
+        co_await ringo::scoped([&](ringo::TaskScope& s) -> Task<void> {
+            s.spawn(handler(in.r, out.w, &c));
+            co_await ringo::sleep_for(5ms);
+            s.cancel();
+        });
+    });
+    expect_cleaned_up(c, in, out);
+}
+
+TEST(CancelledCleanup, InAChildOfACancelledTask) {
+    Pipe in, out;
+    Cleanup c;
+    run([&]() -> Task<void> {
+        auto h =
+            ringo::spawn([](int i, int o, Cleanup* cl) -> Task<void> { co_await handler(i, o, cl); }(in.r, out.w, &c));
+        co_await ringo::sleep_for(5ms);
+        h.cancel();
+        co_await h;
+    });
+    expect_cleaned_up(c, in, out);
+}
+
+TEST(CancelledCleanup, AfterAPoolShutdownNow) {
+    Pipe in, out;
+    Cleanup c;
+    {
+        ringo::RuntimePool pool(2);
+        pool.spawn(handler(in.r, out.w, &c)).detach();
+        std::this_thread::sleep_for(20ms); // the read is in flight
+        pool.shutdown_now();
+    }
+    expect_cleaned_up(c, in, out);
+}
+
+TEST(CancelledCleanup, AsyncCancelRunsInACancelledTask) {
+    SocketPair sp;
+    auto r = run([&]() -> Task<std::pair<int, int>> {
+        // A detached reader on fd[0]; the cancelled task cancels it by fd on its way out.
+        auto reader = ringo::spawn([](int fd) -> Task<int> {
+            char b;
+            co_return co_await op::recv(fd, &b, 1);
+        }(sp.fd[0]));
+        auto h = ringo::spawn([](int fd) -> Task<int> {
+            co_await ringo::sleep_for(1h);
+            co_return co_await op::async_cancel_fd(fd);
+        }(sp.fd[0]));
+        co_await ringo::yield();
+        h.cancel();
+        int cancelled = co_await h;
+        co_return std::pair{cancelled, co_await reader};
+    });
+    EXPECT_EQ(r.first, 0);
+    EXPECT_EQ(r.second, -ECANCELED);
+}
+
+TEST(Shielded, AnOperationInFlightIsNotInterrupted) {
+    auto r = run([&]() -> Task<std::pair<int, int>> {
+        auto h = ringo::spawn([]() -> Task<std::pair<int, int>> {
+            int t = co_await ringo::shielded(op::timeout(20ms));
+            co_return std::pair{t, co_await op::nop()};
+        }());
+        co_await ringo::yield();
+        h.cancel();
+        co_return co_await h;
+    });
+    EXPECT_EQ(r.first, -ETIME);      // ran to its end despite cancel()
+    EXPECT_EQ(r.second, -ECANCELED); // then the task is cancelled again
+}
+
+TEST(Shielded, ATaskRunsAllItsAwaitsShielded) {
+    Pipe out;
+    auto r = run([&]() -> Task<std::tuple<int, int, int>> {
+        auto h = ringo::spawn([](int w) -> Task<std::tuple<int, int, int>> {
+            co_await ringo::sleep_for(1h); // cancelled here
+            int n = co_await ringo::shielded([](int fd) -> Task<int> {
+                int a = co_await op::write(fd, "a", 1, 0);
+                co_await ringo::sleep_for(2ms);
+                int b = co_await op::write(fd, "b", 1, 0);
+                co_return a + b;
+            }(w));
+            bool seen = co_await ringo::cancellation_requested();
+            co_return std::tuple{n, seen ? 1 : 0, co_await op::nop()};
+        }(out.w));
+        co_await ringo::yield();
+        h.cancel();
+        co_return co_await h;
+    });
+    EXPECT_EQ(r, std::make_tuple(2, 1, -ECANCELED));
+    char b[2] = {};
+    EXPECT_EQ(::read(out.r, b, 2), 2);
+    EXPECT_EQ(std::string(b, 2), "ab");
+}
+
+TEST(Shielded, AwaitsLvaluesAndAJoinHandle) {
+    auto r = run([&]() -> Task<std::pair<int, int>> {
+        auto h = ringo::spawn([]() -> Task<int> {
+            co_await ringo::sleep_for(1h); // cancelled here
+            auto nop = op::nop();
+            int a = co_await ringo::shielded(nop);
+            auto inner = ringo::spawn([]() -> Task<int> { co_return 7; }());
+            int b = co_await ringo::shielded(inner);
+            co_return a * 100 + b;
+        }());
+        co_await ringo::yield();
+        h.cancel();
+        co_return std::pair{co_await h, co_await ringo::shielded(op::nop())};
+    });
+    EXPECT_EQ(r, std::make_pair(7, 0));
+}
+
+TEST(Shielded, OutsideACancelledTaskItIsTransparent) {
+    auto r = run([&]() -> Task<int> {
+        int a = co_await ringo::shielded(op::nop());
+        int b = co_await ringo::shielded([]() -> Task<int> { co_return 5; }());
+        co_return a + b;
+    });
+    EXPECT_EQ(r, 5);
+}
+
 } // namespace

@@ -2,7 +2,11 @@
 #pragma once
 
 #include <coroutine>
+#include <optional>
+#include <type_traits>
+#include <utility>
 
+#include <ringo/compose/traits.hpp>
 #include <ringo/core/task.hpp>
 
 namespace ringo {
@@ -69,4 +73,79 @@ struct CurrentCtx {
 };
 
 } // namespace detail
+
+/// The awaitable shielded() returns.
+template <class A>
+class [[nodiscard]] Shielded {
+    using Awaiter = decltype(detail::get_awaiter(std::declval<A&>()));
+
+public:
+    explicit Shielded(A&& a) noexcept(std::is_nothrow_constructible_v<A, A&&>) : a_(std::forward<A>(a)) {}
+    Shielded(const Shielded&) = delete;
+    Shielded& operator=(const Shielded&) = delete;
+
+    bool await_ready() {
+        if constexpr (!std::is_reference_v<Awaiter>)
+            aw_.emplace([this]() -> Awaiter { return detail::get_awaiter(a_); });
+        return aw().await_ready();
+    }
+    template <class P>
+    auto await_suspend(std::coroutine_handle<P> h) -> decltype(std::declval<Awaiter&>().await_suspend(h)) {
+        if constexpr (std::is_base_of_v<detail::PromiseBase, P>) {
+            promise_ = &h.promise();
+            outer_ = std::exchange(promise_->ctx_, &shield_);
+        }
+        try {
+            return aw().await_suspend(h);
+        } catch (...) {
+            restore();
+            throw;
+        }
+    }
+    decltype(auto) await_resume() {
+        restore();
+        return aw().await_resume();
+    }
+
+private:
+    struct Holder {
+        Awaiter v;
+        template <class F>
+        explicit Holder(F f) : v(f()) {}
+    };
+    Awaiter& aw() {
+        if constexpr (std::is_reference_v<Awaiter>)
+            return detail::get_awaiter(a_);
+        else
+            return aw_->v;
+    }
+    void restore() noexcept {
+        if (promise_)
+            promise_->ctx_ = std::exchange(outer_, nullptr);
+        promise_ = nullptr;
+    }
+    A a_;
+    std::optional<Holder> aw_;
+    detail::CancelCtx shield_; // a root of its own, never cancelled
+    detail::PromiseBase* promise_ = nullptr;
+    detail::CancelCtx* outer_ = nullptr;
+};
+
+/// Awaits `a` as if the awaiting task had not been cancelled: an operation is submitted
+/// even in a task that has been cancelled, and cancelling the task while it waits does not
+/// interrupt it; a Task awaited this way runs all of its awaits shielded the same way. Use
+/// it for cleanup that must happen on every path out of a cancelled task (a goodbye
+/// message, a flush, unregistering a buffer); close and async_cancel need no shield (they
+/// are release operations: see op::Op). Shield only what ends by itself: a shielded recv
+/// waits for data however long that takes. The runtime's own shutdown still cancels a
+/// shielded operation (it cancels every operation in flight), and a deadline of
+/// with_timeout inside the shielded awaitable still fires. Once it is done, the task is as
+/// cancelled as before: the next await sees it.
+///
+///     co_await ringo::shielded(op::send(fd, bye, n));   // sent even after cancel()
+template <class A>
+[[nodiscard]] Shielded<A> shielded(A&& a) noexcept(std::is_nothrow_constructible_v<A, A&&>) {
+    return Shielded<A>(std::forward<A>(a));
+}
+
 } // namespace ringo

@@ -23,6 +23,15 @@ inline std::uint8_t note_sqe_flags(std::uint8_t f) noexcept {
 }
 } // namespace ringo::detail
 
+namespace ringo::detail {
+/// An operation that releases something (a descriptor, a table slot, an operation in
+/// flight) declares `static constexpr bool releases = true`: it runs in a task that has
+/// been cancelled, and cancelling the task does not interrupt it, so cleanup code such as
+/// `co_await op::close(fd)` does its job on every path out of a cancelled task.
+template <class D>
+concept ReleaseOperation = D::releases;
+} // namespace ringo::detail
+
 namespace ringo::op {
 
 /// The largest byte count one read or write transfers (the kernel's MAX_RW_COUNT); longer
@@ -62,7 +71,10 @@ protected:
 ///
 /// `co_await` yields the CQE's result exactly as the kernel reports it: a count or value
 /// >= 0, or -errno. Without a runtime on the thread it yields -ENXIO; when the kernel's
-/// probe lacks the opcode it yields -EOPNOTSUPP without submitting anything.
+/// probe lacks the opcode it yields -EOPNOTSUPP without submitting anything. In a task that
+/// has been cancelled it yields -ECANCELED without submitting anything, and cancelling the
+/// task interrupts it in flight (ASYNC_CANCEL), except for a release operation
+/// (detail::ReleaseOperation: close, async_cancel), which always runs to its end.
 /// [[nodiscard]] here does not pass to the derived types: every operation type carries it
 /// itself (`struct [[nodiscard]] Close : Op<Close>`), so an operation created and dropped
 /// without co_await warns (tests/tools/check_nodiscard.cmake checks a sample).
@@ -78,7 +90,7 @@ public:
     [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) {
         Runtime* rt = detail::t_current;
         detail::CancelCtx* ctx = detail::ctx_of_or_dummy(h);
-        if (!rt || !supported(rt) || ctx->cancelled) [[unlikely]]
+        if (!rt || !supported(rt) || (ctx->cancelled && !detail::ReleaseOperation<Derived>)) [[unlikely]]
             return refuse(rt, ctx);
         io_uring_sqe* sqe = rt->get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
@@ -87,11 +99,13 @@ public:
         this->h = h;
         rt->op_started();
         ctx_ = ctx;
-        ctx->waiting = this;
+        if constexpr (!detail::ReleaseOperation<Derived>)
+            ctx->waiting = this; // what cancelling the task interrupts
         return true;
     }
     int await_resume() const noexcept {
-        ctx_->waiting = nullptr;
+        if constexpr (!detail::ReleaseOperation<Derived>)
+            ctx_->waiting = nullptr;
         return res;
     }
 
@@ -105,7 +119,7 @@ private:
     // Nothing is submitted: no runtime (-ENXIO), an opcode the kernel lacks (-EOPNOTSUPP),
     // or a task already cancelled (-ECANCELED). The coroutine goes on at once.
     [[gnu::noinline]] bool refuse(Runtime* rt, detail::CancelCtx* ctx) noexcept {
-        res = !rt ? -ENXIO : ctx->cancelled ? -ECANCELED : -EOPNOTSUPP;
+        res = !rt ? -ENXIO : (ctx->cancelled && !detail::ReleaseOperation<Derived>) ? -ECANCELED : -EOPNOTSUPP;
         cqe_flags = 0;
         ctx_ = ctx;
         return false;

@@ -11,12 +11,15 @@ namespace ringo::op {
 /// and waitid waits report 1 instead), -ENOENT (nothing matched) or -EALREADY (it was
 /// already running and was signalled).
 /// Each cancelled operation still completes on its own, usually with -ECANCELED.
+/// A release operation: it also runs in a task that has been cancelled (to cancel what that
+/// task started), and cancelling the task does not interrupt it.
 ///
 /// Matching, by constructor: by user_data (see user_data_of), by fd, or any operation.
 /// Note: `async_cancel_any(async_cancel_all)` also cancels the runtime's internal wake-up
 /// read, so cross-thread posts to this runtime stop working; prefer the narrower forms.
 struct [[nodiscard]] AsyncCancel : Op<AsyncCancel> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::async_cancel;
+    static constexpr bool releases = true;
     AsyncCancel(std::uint64_t target, int fd, unsigned flags) noexcept : target_(target), fd_(fd), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_cancel64(s, target_, 0);

@@ -72,9 +72,11 @@ inline Openat2 openat2_direct(int dfd, const char* path, open_how* how, unsigned
 }
 
 /// IORING_OP_CLOSE (5.6), like close(2): 0 or -errno. With `Fixed{i}` it empties slot i of
-/// the registered file table (5.15).
+/// the registered file table (5.15). A release operation: it also runs in a cancelled task,
+/// and cancelling the task does not interrupt it.
 struct [[nodiscard]] Close : Op<Close> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::close;
+    static constexpr bool releases = true;
     explicit Close(FileRef fd) noexcept : fd_(fd) {}
     void prepare(io_uring_sqe* s) const noexcept {
         if (fd_.fixed())
