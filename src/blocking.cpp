@@ -1,0 +1,282 @@
+#include <ringo/core/blocking.hpp>
+#include <ringo/uring/compat.hpp>
+
+#include <linux/futex.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+namespace ringo {
+
+namespace detail {
+namespace {
+
+void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept {
+    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+/// The process-wide pool. Created on first use and never destroyed: its threads are detached
+/// and may still be running or waiting at exit, so nothing they touch may go with static
+/// destruction.
+class BlockingPool {
+public:
+    void submit(BlockingJob& j) {
+        std::lock_guard lk(m_);
+        push(j);
+        if (idle_ > 0) { // claim an idle thread: it takes the job when it wakes
+            --idle_;
+            ++notified_;
+            cv_.notify_one();
+            return;
+        }
+        if (threads_ >= opts_.max_threads)
+            return; // queued; the next thread to finish a job takes it
+        ++threads_;
+        try {
+            std::thread([this] { work(); }).detach();
+            ++threads_started_;
+        } catch (...) {
+            --threads_;
+            if (threads_ == 0) { // nobody would ever take it
+                unlink_last(j);
+                throw;
+            }
+        }
+    }
+
+    void set_options(const BlockingPoolOptions& o) {
+        if (o.max_threads == 0)
+            throw std::invalid_argument("ringo: set_blocking_pool_options: max_threads must be at least 1");
+        if (o.keep_alive.count() < 0)
+            throw std::invalid_argument("ringo: set_blocking_pool_options: negative keep_alive");
+        std::lock_guard lk(m_);
+        opts_ = o;
+        // Queued jobs may start on new threads at once.
+        while (queued_ > notified_ + idle_ && threads_ < opts_.max_threads) {
+            ++threads_;
+            try {
+                std::thread([this] { work(); }).detach();
+                ++threads_started_;
+            } catch (...) {
+                --threads_;
+                break; // the threads already there take the queue
+            }
+        }
+        cv_.notify_all(); // idle threads pick up the new keep-alive (or end above the maximum)
+    }
+    BlockingPoolOptions options() {
+        std::lock_guard lk(m_);
+        return opts_;
+    }
+    BlockingPoolStats stats() {
+        std::lock_guard lk(m_);
+        return {threads_, idle_, running_, queued_, done_, threads_started_};
+    }
+
+private:
+    void push(BlockingJob& j) noexcept {
+        j.next = nullptr;
+        *tail_ = &j;
+        tail_ = &j.next;
+        ++queued_;
+    }
+    BlockingJob* pop() noexcept {
+        BlockingJob* j = head_;
+        if (j) {
+            head_ = j->next;
+            if (!head_)
+                tail_ = &head_;
+            --queued_;
+        }
+        return j;
+    }
+    void unlink_last(BlockingJob& j) noexcept {
+        BlockingJob** pp = &head_;
+        while (*pp != &j)
+            pp = &(*pp)->next;
+        *pp = nullptr;
+        tail_ = pp;
+        --queued_;
+    }
+
+    static void finish(BlockingJob& j) noexcept {
+        j.run(&j);
+        j.state.store(BlockingJob::done, std::memory_order_release);
+        // Wake the awaiter's wait in its ring. The node stays alive until our release below.
+        if (j.event_fd >= 0) {
+            std::uint64_t one = 1;
+            [[maybe_unused]] ssize_t r = ::write(j.event_fd, &one, sizeof one);
+        } else {
+            futex_wake_all(&j.state);
+        }
+        j.release();
+    }
+
+    void work() noexcept {
+        std::unique_lock lk(m_);
+        for (;;) {
+            if (BlockingJob* j = pop()) {
+                ++running_;
+                lk.unlock();
+                finish(*j);
+                lk.lock();
+                --running_;
+                ++done_;
+                if (threads_ > opts_.max_threads)
+                    break; // the maximum was lowered
+                continue;
+            }
+            // Idle: wait for a submitter to claim this thread, or end after the keep-alive.
+            ++idle_;
+            bool claimed = false;
+            auto deadline = std::chrono::steady_clock::now() + opts_.keep_alive;
+            for (;;) {
+                std::cv_status st = cv_.wait_until(lk, deadline);
+                if (notified_ > 0) {
+                    --notified_;
+                    claimed = true;
+                    break;
+                }
+                if (st == std::cv_status::timeout || threads_ > opts_.max_threads)
+                    break;
+                deadline = std::min(deadline, std::chrono::steady_clock::now() + opts_.keep_alive);
+            }
+            if (!claimed) {
+                --idle_;
+                if (head_ == nullptr || threads_ > opts_.max_threads)
+                    break;
+            }
+        }
+        --threads_;
+    }
+
+    std::mutex m_;
+    std::condition_variable cv_;
+    BlockingJob* head_ = nullptr;
+    BlockingJob** tail_ = &head_;
+    std::size_t queued_ = 0;
+    unsigned threads_ = 0;  // alive
+    unsigned idle_ = 0;     // waiting, not claimed
+    unsigned notified_ = 0; // claimed by a submitter, not yet awake
+    unsigned running_ = 0;
+    std::uint64_t done_ = 0;
+    std::uint64_t threads_started_ = 0;
+    BlockingPoolOptions opts_{};
+};
+
+BlockingPool& pool() {
+    static BlockingPool* p = new BlockingPool; // never destroyed (see BlockingPool)
+    return *p;
+}
+
+} // namespace
+
+void BlockingJob::release() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        if (event_fd >= 0)
+            ::close(event_fd);
+        destroy(this);
+    }
+}
+
+void BlockingWait::start(Runtime& r, std::coroutine_handle<> awaiting, BlockingJob& j) {
+    rt = &r;
+    h = awaiting;
+    fn = &BlockingWait::on_cqe;
+    if (!r.supports(uring::compat::opcode::futex_wait)) {
+        // Kernels before 6.7: the ring polls an eventfd the pool thread writes.
+        j.event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (j.event_fd < 0)
+            throw std::system_error(errno, std::generic_category(), "ringo: spawn_blocking: eventfd");
+    }
+    io_uring_sqe* sqe = r.get_sqe(); // may throw: nothing has been handed to the pool yet
+    j.refs.store(2, std::memory_order_relaxed);
+    try {
+        pool().submit(j);
+    } catch (...) {
+        j.refs.store(1, std::memory_order_relaxed);
+        std::memset(sqe, 0, sizeof *sqe); // the SQE is taken: let it be a NOP nobody waits for
+        sqe->opcode = IORING_OP_NOP;
+        sqe->user_data = 0;
+        throw;
+    }
+    job = &j;
+    std::memset(sqe, 0, sizeof *sqe);
+    prepare_wait(sqe);
+    r.op_started();
+}
+
+void BlockingWait::arm() {
+    io_uring_sqe* sqe = rt->get_sqe();
+    std::memset(sqe, 0, sizeof *sqe);
+    prepare_wait(sqe);
+    rt->op_started();
+}
+
+void BlockingWait::prepare_wait(io_uring_sqe* sqe) noexcept {
+    if (job->event_fd >= 0) {
+        io_uring_prep_poll_add(sqe, job->event_fd, POLLIN);
+    } else {
+        // Waits while the word is still `pending`; -EAGAIN at once when the job is done.
+        sqe->opcode = uring::compat::opcode::futex_wait;
+        sqe->fd = static_cast<int>(uring::compat::futex2::size_u32 | uring::compat::futex2::private_);
+        sqe->addr = reinterpret_cast<std::uint64_t>(&job->state);
+        sqe->off = BlockingJob::pending; // addr2: the value waited on
+        sqe->addr3 = uring::compat::futex2::bitset_match_any;
+    }
+    sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<Completion*>(this)) | tag_completion;
+}
+
+void BlockingWait::on_cqe(Completion* c, int, std::uint32_t) {
+    auto* w = static_cast<BlockingWait*>(c);
+    Runtime* r = w->rt;
+    r->op_finished();
+    if (r->shutting_down())
+        return; // the runtime is going: the frame is freed or abandoned, the job runs on alone
+    if (w->job->state.load(std::memory_order_acquire) == BlockingJob::done) {
+        r->schedule(w->h);
+        return;
+    }
+    // The wait ended before the job did (an ASYNC_CANCEL that matched it): wait again, since
+    // the job cannot be interrupted.
+    try {
+        w->arm();
+    } catch (...) {
+        // await_resume then blocks the thread until the job is done.
+        r->schedule(w->h);
+    }
+}
+
+void BlockingWait::wait_done() noexcept {
+    timespec tick{0, 1000000}; // 1 ms: the pool thread may have woken the eventfd, not the word
+    while (job->state.load(std::memory_order_acquire) != BlockingJob::done)
+        ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&job->state), FUTEX_WAIT_PRIVATE, BlockingJob::pending,
+                  &tick, nullptr, 0);
+}
+
+void throw_blocking_refusal(BlockingRefusal r) {
+    switch (r) {
+    case BlockingRefusal::no_runtime: throw std::logic_error("ringo: spawn_blocking awaited outside a runtime");
+    case BlockingRefusal::cancelled:
+        throw std::system_error(ECANCELED, std::generic_category(), "ringo: spawn_blocking in a cancelled task");
+    default: throw std::logic_error("ringo: spawn_blocking's awaitable awaited twice");
+    }
+}
+
+} // namespace detail
+
+void set_blocking_pool_options(const BlockingPoolOptions& options) { detail::pool().set_options(options); }
+BlockingPoolOptions blocking_pool_options() { return detail::pool().options(); }
+BlockingPoolStats blocking_pool_stats() { return detail::pool().stats(); }
+
+} // namespace ringo
