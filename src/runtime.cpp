@@ -322,8 +322,10 @@ void Runtime::run(std::coroutine_handle<> root) {
     for (;;) {
         if (!ready_.empty())
             run_ready();
-        if (root.done())
+        if (root.done()) {
+            flush_submissions(); // what the last turn queued without awaiting it (a close)
             return;
+        }
         if (ready_.empty() && timers_.empty()) [[likely]] {
             // Nothing to run and no deadline: submit what was gathered and wait, in one
             // enter (the common case of an I/O-bound loop).
@@ -382,6 +384,7 @@ void Runtime::wait_for_events() {
 void Runtime::shutdown() {
     Runtime* prev = detail::t_current;
     detail::t_current = this; // frame destructors below may look for their runtime
+    flush_submissions();      // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
     // 1. Cancel every operation still in flight and wait for each one's final CQE, so no
     //    kernel write can land in a frame we are about to free. Nothing is resumed.

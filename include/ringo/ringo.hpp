@@ -55,4 +55,7 @@
 #include <ringo/sync/semaphore.hpp>
 #include <ringo/sync/wait_group.hpp>
 
+#include <ringo/io/fd.hpp>
+#include <ringo/io/result.hpp>
+
 #include <ringo/net/listener.hpp>

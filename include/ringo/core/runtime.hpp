@@ -311,6 +311,17 @@ private:
     void dispatch(std::uint64_t ud, int res, std::uint32_t flags) { route(ud, res, flags, ResumeInline{this}); }
     io_uring_sqe* get_sqe_slow();
     void make_sq_room();
+    // An SQE whose completion nobody awaits (user_data 0: its CQE is dropped), for a release
+    // that cannot wait, such as a destructor closing a descriptor; null while shutting down
+    // (then do it synchronously). The loop submits it with the next batch, and block_on
+    // before it returns.
+    io_uring_sqe* unawaited_sqe() {
+        if (discard_) [[unlikely]]
+            return nullptr;
+        io_uring_sqe* s = get_sqe();
+        s->user_data = 0;
+        return s;
+    }
     void submit_or_throw(unsigned wait_nr, bool get_events) {
         int r = ring_.submit(wait_nr, get_events);
         if (r < 0) [[unlikely]]
@@ -374,6 +385,7 @@ struct RuntimeAccess {
     static void request_cancel_all(Runtime& rt) { rt.request_cancel_all(); }
     static void finish_outgoing_wakes(Runtime& rt) noexcept { rt.finish_outgoing_wakes(); }
     static ExceptionSink& exception_sink(Runtime& rt) noexcept { return rt.exception_sink(); }
+    static io_uring_sqe* unawaited_sqe(Runtime& rt) { return rt.unawaited_sqe(); }
 };
 
 } // namespace detail
