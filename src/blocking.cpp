@@ -39,8 +39,8 @@ public:
             cv_.notify_one();
             return;
         }
-        if (threads_ >= opts_.max_threads)
-            return; // queued; the next thread to finish a job takes it
+        if (queued_ <= returning_ + notified_ || threads_ >= opts_.max_threads)
+            return; // queued: a thread that has just run a job (or was claimed) takes it
         ++threads_;
         try {
             std::thread([this] { work(); }).detach();
@@ -109,8 +109,8 @@ private:
         --queued_;
     }
 
-    static void finish(BlockingJob& j) noexcept {
-        j.run(&j);
+    /// Publishes the job's end and wakes its awaiter (the job has run).
+    static void complete(BlockingJob& j) noexcept {
         j.state.store(BlockingJob::done, std::memory_order_release);
         // Wake the awaiter's wait in its ring. The node stays alive until our release below.
         if (j.event_fd >= 0) {
@@ -128,10 +128,17 @@ private:
             if (BlockingJob* j = pop()) {
                 ++running_;
                 lk.unlock();
-                finish(*j);
+                j->run(j);
                 lk.lock();
+                // Counted as returning before the awaiter can resume: a call it makes next
+                // waits for this thread instead of starting another.
                 --running_;
+                ++returning_;
                 ++done_;
+                lk.unlock();
+                complete(*j);
+                lk.lock();
+                --returning_;
                 if (threads_ > opts_.max_threads)
                     break; // the maximum was lowered
                 continue;
@@ -158,6 +165,11 @@ private:
             }
         }
         --threads_;
+        if (queued_ > returning_ + notified_ && idle_ > 0) { // jobs this thread would have taken
+            --idle_;
+            ++notified_;
+            cv_.notify_one();
+        }
     }
 
     std::mutex m_;
@@ -165,10 +177,11 @@ private:
     BlockingJob* head_ = nullptr;
     BlockingJob** tail_ = &head_;
     std::size_t queued_ = 0;
-    unsigned threads_ = 0;  // alive
-    unsigned idle_ = 0;     // waiting, not claimed
-    unsigned notified_ = 0; // claimed by a submitter, not yet awake
-    unsigned running_ = 0;
+    unsigned threads_ = 0;   // alive
+    unsigned idle_ = 0;      // waiting, not claimed
+    unsigned notified_ = 0;  // claimed by a submitter, not yet awake
+    unsigned running_ = 0;   // running a job
+    unsigned returning_ = 0; // done with a job, about to look at the queue again
     std::uint64_t done_ = 0;
     std::uint64_t threads_started_ = 0;
     BlockingPoolOptions opts_{};
