@@ -62,7 +62,7 @@ public:
         std::lock_guard lk(m_);
         opts_ = o;
         // Queued jobs may start on new threads at once.
-        while (queued_ > notified_ + idle_ && threads_ < opts_.max_threads) {
+        while (queued_ > notified_ + idle_ + returning_ && threads_ < opts_.max_threads) {
             ++threads_;
             try {
                 std::thread([this] { work(); }).detach();
@@ -154,7 +154,8 @@ private:
                     claimed = true;
                     break;
                 }
-                if (st == std::cv_status::timeout || threads_ > opts_.max_threads)
+                // Jobs nobody was claimed for (set_options woke everyone): take them.
+                if (st == std::cv_status::timeout || threads_ > opts_.max_threads || head_ != nullptr)
                     break;
                 deadline = std::min(deadline, std::chrono::steady_clock::now() + opts_.keep_alive);
             }

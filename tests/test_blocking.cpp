@@ -427,6 +427,28 @@ TEST(Blocking, LoweringTheMaximumEndsThreadsAboveIt) {
     EXPECT_TRUE(eventually([] { return ringo::blocking_pool_stats().threads <= 1; }));
 }
 
+TEST(Blocking, RaisingTheMaximumStartsQueuedJobs) {
+    // With one thread, job a waits for job b, which is queued behind it; raising the maximum
+    // starts b on a new thread at once (a would give up after 10 s otherwise).
+    PoolOptionsScope scope({.max_threads = 1, .keep_alive = 10s});
+    std::atomic<bool> b_ran{false};
+    auto a = [&]() -> Task<bool> {
+        co_return co_await ringo::spawn_blocking([&] { return eventually([&] { return b_ran.load(); }); });
+    };
+    auto b = [&]() -> Task<void> { co_await ringo::spawn_blocking([&] { b_ran = true; }); };
+    ringo::Runtime rt;
+    bool a_saw_b = rt.block_on([&]() -> Task<bool> {
+        auto ha = ringo::spawn(a());
+        auto hb = ringo::spawn(b());
+        while (ringo::blocking_pool_stats().queued == 0) // b waits behind a
+            co_await ringo::sleep_for(1ms);
+        ringo::set_blocking_pool_options({.max_threads = 2, .keep_alive = 10s});
+        co_await hb;
+        co_return co_await ha;
+    }());
+    EXPECT_TRUE(a_saw_b);
+}
+
 TEST(Blocking, BadOptionsThrow) {
     EXPECT_THROW(ringo::set_blocking_pool_options({.max_threads = 0}), std::invalid_argument);
     EXPECT_THROW(ringo::set_blocking_pool_options({.max_threads = 1, .keep_alive = -1ms}), std::invalid_argument);
