@@ -41,12 +41,9 @@ public:
         }
         if (queued_ <= returning_ + notified_ || threads_ >= opts_.max_threads)
             return; // queued: a thread that has just run a job (or was claimed) takes it
-        ++threads_;
         try {
-            std::thread([this] { work(); }).detach();
-            ++threads_started_;
+            start_thread();
         } catch (...) {
-            --threads_;
             if (threads_ == 0) { // nobody would ever take it
                 unlink_last(j);
                 throw;
@@ -62,15 +59,11 @@ public:
         std::lock_guard lk(m_);
         opts_ = o;
         // Queued jobs may start on new threads at once.
-        while (queued_ > notified_ + idle_ + returning_ && threads_ < opts_.max_threads) {
-            ++threads_;
-            try {
-                std::thread([this] { work(); }).detach();
-                ++threads_started_;
-            } catch (...) {
-                --threads_;
-                break; // the threads already there take the queue
-            }
+        try {
+            while (queued_ > notified_ + idle_ + returning_ && threads_ < opts_.max_threads)
+                start_thread();
+        } catch (...) {
+            // The threads already there take the queue.
         }
         cv_.notify_all(); // idle threads pick up the new keep-alive (or end above the maximum)
     }
@@ -84,6 +77,17 @@ public:
     }
 
 private:
+    /// Starts one more thread (m_ held); throws std::system_error when it cannot.
+    void start_thread() {
+        ++threads_;
+        try {
+            std::thread([this] { work(); }).detach();
+        } catch (...) {
+            --threads_;
+            throw;
+        }
+        ++threads_started_;
+    }
     void push(BlockingJob& j) noexcept {
         j.next = nullptr;
         *tail_ = &j;

@@ -224,7 +224,8 @@ TEST(Blocking, AwaitedFromBothRuntimesOfAPool) {
     auto on_runtime = [&](std::size_t i) -> Task<bool> {
         auto before = std::this_thread::get_id();
         auto pool_thread = co_await ringo::spawn_blocking([] { return std::this_thread::get_id(); });
-        co_return std::this_thread::get_id() == before&& pool_thread != before&& pool.current_index() == i;
+        bool same_thread = std::this_thread::get_id() == before;
+        co_return same_thread&& pool_thread != before&& pool.current_index() == i;
     };
     auto a = pool.spawn_on(0, on_runtime(0));
     auto b = pool.spawn_on(1, on_runtime(1));
@@ -232,29 +233,56 @@ TEST(Blocking, AwaitedFromBothRuntimesOfAPool) {
     EXPECT_TRUE(b.join());
 }
 
+/// A job that notes when it starts and when it ends, and sleeps in between.
+struct Watched {
+    std::atomic<bool> started{false}, ended{false};
+    auto job(std::chrono::milliseconds d, int v) {
+        return [this, d, v] {
+            started = true;
+            std::this_thread::sleep_for(d);
+            ended = true;
+            return v;
+        };
+    }
+    Task<void> until_started() {
+        while (!started)
+            co_await ringo::sleep_for(1ms);
+    }
+};
+
 TEST(Blocking, CancelledWhileRunningWaitsForTheJob) {
     ringo::Runtime rt;
-    std::atomic<bool> job_ended{false}, started{false};
+    Watched w;
     auto body = [&]() -> Task<int> {
-        int v = co_await ringo::spawn_blocking([&] {
-            started = true;
-            std::this_thread::sleep_for(100ms);
-            job_ended = true;
-            return 7;
-        });
-        EXPECT_TRUE(job_ended.load());                    // resumed only after the job
+        int v = co_await ringo::spawn_blocking(w.job(100ms, 7));
+        EXPECT_TRUE(w.ended.load());                      // resumed only after the job
         EXPECT_EQ(co_await ringo::op::nop(), -ECANCELED); // the task is cancelled
         co_return v;
     };
     rt.block_on([&]() -> Task<void> {
         auto h = ringo::spawn(body());
-        while (!started)
-            co_await ringo::sleep_for(1ms);
+        co_await w.until_started();
         h.cancel();
-        EXPECT_FALSE(job_ended.load());
+        EXPECT_FALSE(w.ended.load());
         EXPECT_EQ(co_await h, 7); // the job's result, not an error
     }());
-    EXPECT_TRUE(job_ended.load());
+    EXPECT_TRUE(w.ended.load());
+}
+
+TEST(Blocking, PoolShutdownNowWaitsForTheJob) {
+    // shutdown_now cancels every task of the pool; one awaiting a blocking call still waits
+    // for it, and ends with its result before its runtime goes.
+    Watched w;
+    auto body = [&]() -> Task<int> { co_return co_await ringo::spawn_blocking(w.job(100ms, 9)); };
+    ringo::JoinHandle<int> h;
+    {
+        ringo::RuntimePool pool(1);
+        h = pool.spawn_on(0, body());
+        ASSERT_TRUE(eventually([&] { return w.started.load(); }));
+        pool.shutdown_now();
+        EXPECT_TRUE(w.ended.load());
+    }
+    EXPECT_EQ(h.join(), 9);
 }
 
 TEST(Blocking, AlreadyCancelledTaskIsRefused) {
@@ -283,20 +311,14 @@ TEST(Blocking, WaitSurvivesAnAsyncCancelOfEverything) {
     // An ASYNC_CANCEL that matches every request of the ring ends the ring's wait for the job
     // early; the awaiter waits again and still resumes after the job with its result.
     ringo::Runtime rt;
-    std::atomic<bool> job_ended{false}, started{false};
+    Watched w;
     auto body = [&]() -> Task<bool> {
-        int v = co_await ringo::spawn_blocking([&] {
-            started = true;
-            std::this_thread::sleep_for(50ms);
-            job_ended = true;
-            return 3;
-        });
-        co_return v == 3 && job_ended.load();
+        int v = co_await ringo::spawn_blocking(w.job(50ms, 3));
+        co_return v == 3 && w.ended.load();
     };
     bool ok = rt.block_on([&]() -> Task<bool> {
         auto h = ringo::spawn(body());
-        while (!started)
-            co_await ringo::sleep_for(1ms);
+        co_await w.until_started();
         co_await ringo::sleep_for(5ms); // the wait is armed by now
         int n = co_await ringo::op::async_cancel_any();
         EXPECT_GE(n, 0); // it found the wait (the only request in flight)
