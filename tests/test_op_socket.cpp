@@ -33,20 +33,28 @@ sockaddr_in loopback(std::uint16_t port = 0) {
 }
 const sockaddr* sa(const sockaddr_in& a) { return reinterpret_cast<const sockaddr*>(&a); }
 
-TEST(SocketOp, BindListenAcceptPlain) {
-    Runtime rt;
-    if (!rt.supports(compat::opcode::bind) || !rt.supports(compat::opcode::listen))
-        GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
+// bind, listen, connect, accept and a message on loopback; with the opcodes hidden
+// (`fallback`), bind and listen are made with bind(2) / listen(2) and submit nothing.
+void bind_listen_accept(Runtime& rt, bool fallback) {
+    if (fallback) {
+        rt.probe().set_supported(compat::opcode::bind, false);
+        rt.probe().set_supported(compat::opcode::listen, false);
+    }
     rt.block_on([&]() -> Task<void> {
         int s = co_await op::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC);
         EXPECT_GE(s, 0);
         Fd srv(s);
         sockaddr_in a = loopback();
+        std::uint64_t before = rt.stats().sqes_submitted;
         EXPECT_EQ(co_await op::bind(srv, sa(a), sizeof a), 0);
         EXPECT_EQ(co_await op::bind(srv, sa(a), sizeof a), -EINVAL); // already bound
         EXPECT_EQ(co_await op::listen(srv, 8), 0);
+        if (fallback) {
+            EXPECT_EQ(rt.stats().sqes_submitted, before);
+        }
         socklen_t len = sizeof a;
         ::getsockname(srv, reinterpret_cast<sockaddr*>(&a), &len);
+        EXPECT_NE(a.sin_port, 0);
         Fd cli(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
         EXPECT_EQ(co_await op::connect(cli, sa(a), sizeof a), 0);
         sockaddr_in peer{};
@@ -61,12 +69,24 @@ TEST(SocketOp, BindListenAcceptPlain) {
     }());
 }
 
-TEST(SocketOp, BindListenErrors) {
+TEST(SocketOp, BindListenAcceptPlain) {
     Runtime rt;
-    if (!rt.supports(compat::opcode::bind))
+    if (!rt.supports(compat::opcode::bind) || !rt.supports(compat::opcode::listen))
         GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
+    bind_listen_accept(rt, false);
+}
+
+TEST(SocketOp, BindListenAcceptThroughTheFallback) {
+    Runtime rt;
+    bind_listen_accept(rt, true);
+}
+
+// The same errors whether the kernel makes the call or, with the opcodes hidden, the
+// await's fallback makes it with bind(2) / listen(2) (see tests/test_op_fallback.cpp).
+void bind_listen_errors(Runtime& rt) {
     TempDir dir;
     Fd file(::open(dir.file("f").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+    Listener taken; // 127.0.0.1:<port> bound and listening
     rt.block_on([&]() -> Task<void> {
         sockaddr_in a = loopback();
         EXPECT_EQ(co_await op::bind(closed_fd(), sa(a), sizeof a), -EBADF);
@@ -74,11 +94,28 @@ TEST(SocketOp, BindListenErrors) {
         Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
         EXPECT_EQ(co_await op::bind(s, static_cast<const sockaddr*>(bad_address()), sizeof a), -EFAULT);
         EXPECT_EQ(co_await op::bind(s, sa(a), 3), -EINVAL); // address too short
+        EXPECT_EQ(co_await op::bind(s, sa(taken.addr), sizeof taken.addr), -EADDRINUSE);
+        EXPECT_EQ(co_await op::bind(s, sa(a), sizeof a), 0);
+        EXPECT_EQ(co_await op::bind(s, sa(a), sizeof a), -EINVAL); // already bound
         UdpSocket u;
         EXPECT_EQ(co_await op::listen(u.fd, 4), -EOPNOTSUPP);
         EXPECT_EQ(co_await op::listen(file, 4), -ENOTSOCK);
         EXPECT_EQ(co_await op::listen(closed_fd(), 4), -EBADF);
     }());
+}
+
+TEST(SocketOp, BindListenErrors) {
+    Runtime rt;
+    if (!rt.supports(compat::opcode::bind))
+        GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
+    bind_listen_errors(rt);
+}
+
+TEST(SocketOp, BindListenErrorsThroughTheFallback) {
+    Runtime rt;
+    rt.probe().set_supported(compat::opcode::bind, false);
+    rt.probe().set_supported(compat::opcode::listen, false);
+    bind_listen_errors(rt);
 }
 
 TEST(SocketOp, SocketDirectBindListenAcceptDirect) {

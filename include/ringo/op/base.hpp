@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cerrno>
+#include <concepts>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,25 @@ inline std::uint8_t note_sqe_flags(std::uint8_t f) noexcept {
             RuntimeAccess::note_drain_used(*rt);
     return f;
 }
+
+/// An operation type with a synchronous fallback (see Op): `int fallback() noexcept` makes
+/// the same call with the plain system call and returns what the CQE would (0 or a value, or
+/// -errno).
+template <class D>
+concept OperationWithFallback = requires(D& d) {
+    requires std::same_as<decltype(d.fallback()), int> && noexcept(d.fallback());
+};
+/// ... that also falls back after a completion: `bool fallback_on(int res) const noexcept`
+/// says whether a result means the kernel could not do the call at all (a uring_cmd the
+/// driver of an older kernel does not know answers -EOPNOTSUPP, which the probe cannot
+/// foresee).
+template <class D>
+concept FallbackOnResult = OperationWithFallback<D> && requires(const D& d, int res) {
+    requires std::same_as<decltype(d.fallback_on(res)), bool> && noexcept(d.fallback_on(res));
+};
+
+/// A plain system call's return value as a CQE would carry it: `r` when >= 0, else -errno.
+inline int syscall_result(long r) noexcept { return r < 0 ? -errno : static_cast<int>(r); }
 } // namespace ringo::detail
 
 namespace ringo::detail {
@@ -75,6 +95,18 @@ protected:
 /// has been cancelled it yields -ECANCELED without submitting anything, and cancelling the
 /// task interrupts it in flight (ASYNC_CANCEL), except for a release operation
 /// (detail::ReleaseOperation: close, async_cancel), which always runs to its end.
+///
+/// Fallback: a type that provides `int fallback() noexcept` (detail::OperationWithFallback:
+/// bind, listen, getsockopt, setsockopt) does not yield -EOPNOTSUPP when the probe lacks its
+/// opcode: the await then runs fallback(), the same call made synchronously with the plain
+/// system call, and yields its result (0 or a value, or -errno, as the CQE would) without
+/// suspending. No runtime is still -ENXIO and a cancelled task still -ECANCELED. A type that
+/// also provides `bool fallback_on(int res) const noexcept` (detail::FallbackOnResult) is
+/// asked instead, for the probe's -EOPNOTSUPP and for its CQE's result alike, whether to fall
+/// back: for commands whose support the probe cannot see (socket uring_cmds before 6.7 are
+/// -EOPNOTSUPP from the kernel). The check is compiled only into such types: every other
+/// operation's await is the same code as without it. Operations awaited in a group
+/// (when_all, link) do not fall back: the group is refused as a whole.
 /// [[nodiscard]] here does not pass to the derived types: every operation type carries it
 /// itself (`struct [[nodiscard]] Close : Op<Close>`), so an operation created and dropped
 /// without co_await warns (tests/tools/check_nodiscard.cmake checks a sample).
@@ -103,9 +135,12 @@ public:
             ctx->waiting = this; // what cancelling the task interrupts
         return true;
     }
-    int await_resume() const noexcept {
+    int await_resume() noexcept {
         if constexpr (!detail::ReleaseOperation<Derived>)
             ctx_->waiting = nullptr;
+        if constexpr (detail::FallbackOnResult<Derived>)
+            if (static_cast<const Derived*>(this)->fallback_on(res)) [[unlikely]]
+                return fall_back_after(); // the kernel could not do it (or the probe said so)
         return res;
     }
 
@@ -120,9 +155,19 @@ private:
     // or a task already cancelled (-ECANCELED). The coroutine goes on at once.
     [[gnu::noinline]] bool refuse(Runtime* rt, detail::CancelCtx* ctx) noexcept {
         res = !rt ? -ENXIO : (ctx->cancelled && !detail::ReleaseOperation<Derived>) ? -ECANCELED : -EOPNOTSUPP;
+        if constexpr (detail::OperationWithFallback<Derived> && !detail::FallbackOnResult<Derived>)
+            if (res == -EOPNOTSUPP) // the probe lacks the opcode: the plain system call instead
+                res = static_cast<Derived*>(this)->fallback();
         cqe_flags = 0;
         ctx_ = ctx;
         return false;
+    }
+    // A result fallback_on accepted: the plain system call's result instead, unless the task
+    // has been cancelled meanwhile (nothing was done: -ECANCELED).
+    [[gnu::noinline]] int fall_back_after() noexcept {
+        res = ctx_->cancelled ? -ECANCELED : static_cast<Derived*>(this)->fallback();
+        cqe_flags = 0;
+        return res;
     }
     // Cancelling the awaiting task submits ASYNC_CANCEL for this operation; the operation's
     // own CQE (-ECANCELED, or its result if it finished first) then resumes the task.

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -52,7 +53,14 @@ inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcep
 
 /// IORING_OP_URING_CMD socket command (SOCKET_URING_OP_*, 6.7): `cmd_op` is one of
 /// uring::compat::socket_cmd; level/optname/optval/optlen as for getsockopt(2). On a file
-/// that is not a socket every command is -EOPNOTSUPP; an unknown `cmd_op` too.
+/// that is not a socket SIOCINQ/SIOCOUTQ are -EOPNOTSUPP; an unknown `cmd_op` too.
+///
+/// Fallback (see Op): getsockopt and setsockopt that come back -EOPNOTSUPP, from the probe
+/// (no IORING_OP_URING_CMD, before 5.19) or from the kernel (no socket commands before 6.7,
+/// getsockopt at a level other than SOL_SOCKET, a file that is not a socket), are made again
+/// with getsockopt(2) / setsockopt(2), synchronously, and yield that call's result: so they
+/// work on every kernel and at every level, and a non-socket is -ENOTSOCK. A registered file
+/// has no plain descriptor for that and stays -EOPNOTSUPP; SIOCINQ/SIOCOUTQ do not fall back.
 struct [[nodiscard]] CmdSock : Op<CmdSock> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
     CmdSock(FileRef fd, std::uint32_t cmd_op, int level, int optname, void* optval, int optlen) noexcept
@@ -63,6 +71,20 @@ struct [[nodiscard]] CmdSock : Op<CmdSock> {
                                                      static_cast<std::uint32_t>(optname_));
         uring::compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(optval_),
                                               static_cast<std::uint32_t>(optlen_));
+    }
+    bool fallback_on(int res) const noexcept {
+        return res == -EOPNOTSUPP &&
+               (cmd_op_ == uring::compat::socket_cmd::getsockopt || cmd_op_ == uring::compat::socket_cmd::setsockopt);
+    }
+    int fallback() const noexcept {
+        if (fd_.fixed())
+            return -EOPNOTSUPP;
+        if (cmd_op_ == uring::compat::socket_cmd::setsockopt)
+            return detail::syscall_result(
+                ::setsockopt(fd_.raw(), level_, optname_, optval_, static_cast<socklen_t>(optlen_)));
+        auto len = static_cast<socklen_t>(optlen_);
+        int r = ::getsockopt(fd_.raw(), level_, optname_, optval_, &len);
+        return r < 0 ? -errno : static_cast<int>(len); // the option's length, as the CQE
     }
     FileRef fd_;
     std::uint32_t cmd_op_;
@@ -83,13 +105,16 @@ inline CmdSock siocinq(FileRef fd) noexcept { return cmd_sock(fd, uring::compat:
 inline CmdSock siocoutq(FileRef fd) noexcept { return cmd_sock(fd, uring::compat::socket_cmd::siocoutq); }
 /// getsockopt(2) as a uring_cmd (6.7): the option's length on success (at most `optlen`;
 /// the value is copied to `optval`), or -errno (-EFAULT: bad `optval`, -EINVAL: negative
-/// `optlen`, -ENOPROTOOPT: unknown option). The kernel supports level SOL_SOCKET only
-/// (-EOPNOTSUPP otherwise).
+/// `optlen`, -ENOPROTOOPT: unknown option, -ENOTSOCK: not a socket). The kernel's command
+/// supports level SOL_SOCKET only; other levels, and kernels without the command, fall back
+/// to getsockopt(2) (see CmdSock).
 inline CmdSock getsockopt(FileRef fd, int level, int optname, void* optval, int optlen) noexcept {
     return cmd_sock(fd, uring::compat::socket_cmd::getsockopt, level, optname, optval, optlen);
 }
 /// setsockopt(2) as a uring_cmd (6.7), any level (SOL_SOCKET, IPPROTO_TCP, ...): 0 or -errno
-/// (-EFAULT: bad `optval`, -EINVAL: `optlen` too short, -ENOPROTOOPT: unknown option).
+/// (-EFAULT: bad `optval`, -EINVAL: `optlen` too short, -ENOPROTOOPT: unknown option,
+/// -ENOTSOCK: not a socket). Kernels without the command fall back to setsockopt(2) (see
+/// CmdSock).
 inline CmdSock setsockopt(FileRef fd, int level, int optname, const void* optval, int optlen) noexcept {
     return cmd_sock(fd, uring::compat::socket_cmd::setsockopt, level, optname, const_cast<void*>(optval), optlen);
 }

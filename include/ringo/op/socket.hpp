@@ -3,6 +3,8 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
+
 #include <ringo/op/base.hpp>
 #include <ringo/op/flags.hpp>
 
@@ -39,7 +41,10 @@ inline SocketDirect socket_direct(int domain, int type, int protocol, unsigned f
     return {domain, type, protocol, file_index, flags};
 }
 
-/// IORING_OP_BIND (6.11), like bind(2): 0 or -errno.
+/// IORING_OP_BIND (6.11), like bind(2): 0 or -errno. When the probe lacks the opcode
+/// (kernels before 6.11) the await calls bind(2) itself, synchronously, and yields its result
+/// the same way (see Op: fallback); a registered file has no plain descriptor to do that
+/// with and stays -EOPNOTSUPP there.
 struct [[nodiscard]] Bind : Op<Bind> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::bind;
     Bind(FileRef fd, const sockaddr* addr, socklen_t len) noexcept : fd_(fd), addr_(addr), len_(len) {}
@@ -47,19 +52,27 @@ struct [[nodiscard]] Bind : Op<Bind> {
         prep_raw(s, opcode, fd_.raw(), reinterpret_cast<std::uint64_t>(addr_), 0, len_); // addr2 = addrlen
         fd_.apply(s);
     }
+    int fallback() const noexcept {
+        return fd_.fixed() ? -EOPNOTSUPP : detail::syscall_result(::bind(fd_.raw(), addr_, len_));
+    }
     FileRef fd_;
     const sockaddr* addr_;
     socklen_t len_;
 };
 inline Bind bind(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
-/// IORING_OP_LISTEN (6.11), like listen(2): 0 or -errno.
+/// IORING_OP_LISTEN (6.11), like listen(2): 0 or -errno. When the probe lacks the opcode
+/// (kernels before 6.11) the await calls listen(2) itself, synchronously (see Op: fallback);
+/// a registered file stays -EOPNOTSUPP there.
 struct [[nodiscard]] Listen : Op<Listen> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::listen;
     Listen(FileRef fd, int backlog) noexcept : fd_(fd), backlog_(backlog) {}
     void prepare(io_uring_sqe* s) const noexcept {
         prep_raw(s, opcode, fd_.raw(), 0, static_cast<std::uint32_t>(backlog_), 0);
         fd_.apply(s);
+    }
+    int fallback() const noexcept {
+        return fd_.fixed() ? -EOPNOTSUPP : detail::syscall_result(::listen(fd_.raw(), backlog_));
     }
     FileRef fd_;
     int backlog_;
