@@ -211,6 +211,8 @@ void BlockingWait::start(Runtime& r, std::coroutine_handle<> awaiting, BlockingJ
     rt = &r;
     h = awaiting;
     fn = &BlockingWait::on_cqe;
+    if (r.setup_flags() & uring::compat::setup::iopoll) // such a ring takes neither wait
+        throw std::logic_error("ringo: spawn_blocking awaited on a runtime set up with IOPOLL");
     if (!r.supports(uring::compat::opcode::futex_wait)) {
         // Kernels before 6.7: the ring polls an eventfd the pool thread writes.
         j.event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -255,7 +257,7 @@ void BlockingWait::prepare_wait(io_uring_sqe* sqe) noexcept {
     sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<Completion*>(this)) | tag_completion;
 }
 
-void BlockingWait::on_cqe(Completion* c, int, std::uint32_t) {
+void BlockingWait::on_cqe(Completion* c, int res, std::uint32_t) {
     auto* w = static_cast<BlockingWait*>(c);
     Runtime* r = w->rt;
     r->op_finished();
@@ -265,14 +267,18 @@ void BlockingWait::on_cqe(Completion* c, int, std::uint32_t) {
         r->schedule(w->h);
         return;
     }
-    // The wait ended before the job did (an ASYNC_CANCEL that matched it): wait again, since
-    // the job cannot be interrupted.
-    try {
-        w->arm();
-    } catch (...) {
-        // await_resume then blocks the thread until the job is done.
-        r->schedule(w->h);
+    // The wait ended before the job did. Cancelled (an ASYNC_CANCEL that matched it) or
+    // woken early: wait again, since the job cannot be interrupted. Any other error would
+    // come again at once: await_resume then blocks the thread until the job is done, the
+    // last resort that frees nothing in use (as when the ring cannot take the SQE).
+    if (res >= 0 || res == -ECANCELED || res == -EAGAIN || res == -EINTR) {
+        try {
+            w->arm();
+            return;
+        } catch (...) {
+        }
     }
+    r->schedule(w->h);
 }
 
 void BlockingWait::wait_done() noexcept {

@@ -426,6 +426,28 @@ TEST(Blocking, OneCallAfterAnotherReusesTheThread) {
     EXPECT_EQ(started, 0u);
 }
 
+TEST(Blocking, IopollRuntimeRefuses) {
+    // An IOPOLL ring takes neither a futex wait nor a poll: the await throws and f never runs
+    // (before, the wait failed at once and was armed again in a loop until the job ended).
+    std::unique_ptr<ringo::Runtime> rt;
+    try {
+        rt = std::make_unique<ringo::Runtime>(ringo::RuntimeOptions{}.iopoll());
+    } catch (const std::system_error&) {
+        GTEST_SKIP() << "no IOPOLL ring here";
+    }
+    std::atomic<bool> ran{false};
+    bool threw = rt->block_on([&]() -> Task<bool> {
+        try {
+            co_await ringo::spawn_blocking([&] { ran = true; });
+        } catch (const std::logic_error&) {
+            co_return true;
+        }
+        co_return false;
+    }());
+    EXPECT_TRUE(threw);
+    EXPECT_FALSE(ran.load());
+}
+
 TEST(Blocking, IdleThreadsEndAfterTheKeepAlive) {
     PoolOptionsScope scope({.max_threads = 4, .keep_alive = 20ms});
     ringo::Runtime rt;

@@ -193,7 +193,8 @@ private:
 /// awaited; one heap allocation per call (the node holding f and its result).
 ///
 /// Rules (docs/blocking.md):
-/// - Awaited outside a runtime it throws std::logic_error; f does not run.
+/// - Awaited outside a runtime, or on a runtime set up with IOPOLL (whose ring can wait for
+///   neither a futex nor a poll), it throws std::logic_error; f does not run.
 /// - In a task already cancelled, the await throws std::system_error(ECANCELED) and f does
 ///   not run (as an operation is refused with -ECANCELED before submission).
 /// - Once f has started it cannot be interrupted: cancelling the awaiting task does not end
