@@ -1,6 +1,7 @@
 // spawn_blocking: results and exceptions, the pool's bound and FIFO order, the runtime running
 // on while a job blocks, RuntimePool runtimes, cancellation, a runtime destroyed while a job
 // runs, the eventfd wait of kernels without FUTEX_WAIT, and process exit with jobs running.
+#include <ringo/compose/cancel.hpp>
 #include <ringo/core/blocking.hpp>
 #include <ringo/ringo.hpp>
 
@@ -305,6 +306,27 @@ TEST(Blocking, AlreadyCancelledTaskIsRefused) {
     }());
     EXPECT_EQ(code, ECANCELED);
     EXPECT_FALSE(ran.load());
+}
+
+TEST(Blocking, ShieldedRunsInACancelledTask) {
+    // Cleanup that must block (a synchronous flush): shielded() runs it in a cancelled task.
+    ringo::Runtime rt;
+    std::atomic<bool> ran{false};
+    auto body = [&]() -> Task<int> {
+        co_await ringo::sleep_for(10s); // cancelled here
+        co_return co_await ringo::shielded(ringo::spawn_blocking([&] {
+            ran = true;
+            return 4;
+        }));
+    };
+    int v = rt.block_on([&]() -> Task<int> {
+        auto h = ringo::spawn(body());
+        co_await ringo::yield();
+        h.cancel();
+        co_return co_await h;
+    }());
+    EXPECT_EQ(v, 4);
+    EXPECT_TRUE(ran.load());
 }
 
 TEST(Blocking, WaitSurvivesAnAsyncCancelOfEverything) {

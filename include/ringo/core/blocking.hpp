@@ -196,7 +196,8 @@ private:
 /// - Awaited outside a runtime, or on a runtime set up with IOPOLL (whose ring can wait for
 ///   neither a futex nor a poll), it throws std::logic_error; f does not run.
 /// - In a task already cancelled, the await throws std::system_error(ECANCELED) and f does
-///   not run (as an operation is refused with -ECANCELED before submission).
+///   not run (as an operation is refused with -ECANCELED before submission); wrap it in
+///   shielded() (compose/cancel.hpp) to run cleanup that must block.
 /// - Once f has started it cannot be interrupted: cancelling the awaiting task does not end
 ///   the wait; the task resumes when f has returned, with f's result (or exception). So
 ///   nothing f uses from the awaiting frame is freed while f runs.
