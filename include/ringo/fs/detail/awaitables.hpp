@@ -1,0 +1,95 @@
+// ringo/fs/detail/awaitables.hpp - the awaitables ringo::fs returns where one operation does
+// the job: the operation itself, with its int result turned into a Result.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <coroutine>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include <ringo/fs/metadata.hpp>
+#include <ringo/io/result.hpp>
+#include <ringo/op/path.hpp>
+
+namespace ringo::fs::detail {
+
+/// A Result<T> from a kernel result: the count for T = std::size_t, success for void.
+template <class T>
+Result<T> to_result(int r) noexcept {
+    if constexpr (std::is_void_v<T>)
+        return Result<void>::from_res(r);
+    else
+        return result_of<T>(r);
+}
+
+/// Operation `O` awaited as it is (same SQE, same await path: nothing is added but the
+/// conversion of its result), yielding Result<T>. It holds the operation rather than deriving
+/// from it, so the composition layer treats it as an awaitable yielding a Result (when_all
+/// runs it as a branch) rather than as a bare operation yielding an int.
+template <class O, class T>
+class [[nodiscard]] ResultOp {
+public:
+    template <class... A>
+    explicit ResultOp(A&&... a) noexcept : op_(std::forward<A>(a)...) {}
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) {
+        return op_.await_suspend(h);
+    }
+    Result<T> await_resume() noexcept { return to_result<T>(op_.await_resume()); }
+
+private:
+    O op_;
+};
+
+/// What a statx yields: the Metadata, the size, or whether the path exists.
+struct YieldMetadata {
+    static Result<Metadata> from(int r, const struct statx& s) noexcept {
+        if (r < 0)
+            return errno_code(r);
+        return Metadata::from_statx(s);
+    }
+};
+struct YieldSize {
+    static Result<std::uint64_t> from(int r, const struct statx& s) noexcept {
+        if (r < 0)
+            return errno_code(r);
+        return std::uint64_t{s.stx_size};
+    }
+};
+struct YieldExists {
+    static Result<bool> from(int r, const struct statx&) noexcept {
+        if (r == -ENOENT || r == -ENOTDIR)
+            return false;
+        if (r < 0)
+            return errno_code(r);
+        return true;
+    }
+};
+
+/// One IORING_OP_STATX whose struct statx lives in the awaitable (in the awaiting frame: no
+/// allocation). Neither copied nor moved: the kernel writes into it.
+template <class Yield>
+class [[nodiscard]] StatxAwait {
+public:
+    StatxAwait(int dfd, const char* path, int flags) noexcept : op_(dfd, path, flags, STATX_BASIC_STATS, nullptr) {}
+    StatxAwait(const StatxAwait&) = delete;
+    StatxAwait& operator=(const StatxAwait&) = delete;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        op_.out_ = &stx_;
+        return op_.await_suspend(h);
+    }
+    auto await_resume() noexcept { return Yield::from(op_.await_resume(), stx_); }
+
+private:
+    struct statx stx_ {};
+    op::Statx op_;
+};
+
+} // namespace ringo::fs::detail

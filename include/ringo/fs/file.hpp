@@ -1,0 +1,333 @@
+// ringo/fs/file.hpp - File: an open file whose operations yield ringo::Result.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <ringo/core/task.hpp>
+#include <ringo/fs/aligned_buffer.hpp>
+#include <ringo/fs/detail/awaitables.hpp>
+#include <ringo/fs/error.hpp>
+#include <ringo/fs/metadata.hpp>
+#include <ringo/io/fd.hpp>
+#include <ringo/io/result.hpp>
+#include <ringo/op/file.hpp>
+#include <ringo/op/file_table.hpp>
+#include <ringo/op/path.hpp>
+
+namespace ringo::fs {
+
+/// How File::open opens a file. Every field is off by default; set what you need with
+/// designated initializers: `File::open(p, {.write = true, .create = true})`.
+///
+/// Access: read and write (or append) asked together is O_RDWR, write or append alone
+/// O_WRONLY, and neither O_RDONLY (so `{}` opens for reading). O_CLOEXEC is always set.
+/// `truncate` without write access is EINVAL (as in Rust's OpenOptions; Linux leaves
+/// O_TRUNC|O_RDONLY unspecified).
+struct OpenOptions {
+    bool read = false;      ///< read access
+    bool write = false;     ///< write access
+    bool append = false;    ///< O_APPEND (implies write): every write goes to the end, whatever its offset
+    bool create = false;    ///< O_CREAT: create the file when missing, with the mode File::open is given
+    bool truncate = false;  ///< O_TRUNC: empty the file (needs write or append)
+    bool exclusive = false; ///< O_CREAT|O_EXCL: create it, EEXIST when it exists already
+    bool direct = false;    ///< O_DIRECT: no page cache; buffers, sizes, offsets aligned (see AlignedBuffer)
+    int custom_flags = 0;   ///< more open(2) flags ORed in (O_NOATIME, O_SYNC, O_NOFOLLOW, ...)
+
+    /// The open(2) flags, or EINVAL for a contradictory set.
+    [[nodiscard]] Result<int> flags() const noexcept {
+        bool w = write || append;
+        if (truncate && !w)
+            return std::make_error_code(std::errc::invalid_argument);
+        int f = (read && w) ? O_RDWR : w ? O_WRONLY : O_RDONLY;
+        if (append)
+            f |= O_APPEND;
+        if (create || exclusive)
+            f |= O_CREAT;
+        if (exclusive)
+            f |= O_EXCL;
+        if (truncate)
+            f |= O_TRUNC;
+        if (direct)
+            f |= O_DIRECT;
+        return f | custom_flags | O_CLOEXEC;
+    }
+};
+
+class File;
+
+namespace detail {
+/// What File::open returns: one IORING_OP_OPENAT, yielding Result<File>.
+class [[nodiscard]] OpenAwait {
+public:
+    OpenAwait(const char* path, Result<int> flags, mode_t mode) noexcept
+        : err_(flags.error()), op_(AT_FDCWD, path, flags.value_or(0), mode) {}
+    bool await_ready() const noexcept { return static_cast<bool>(err_); } // bad options: no operation
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        return op_.await_suspend(h);
+    }
+    inline Result<File> await_resume() noexcept;
+
+private:
+    std::error_code err_;
+    op::Openat op_;
+};
+
+/// What File::truncate returns: IORING_OP_FTRUNCATE (6.9), or ftruncate(2) on a kernel
+/// without it.
+class [[nodiscard]] TruncateAwait {
+public:
+    TruncateAwait(op::FileRef f, int fd, std::uint64_t len) noexcept : fd_(fd), len_(len), op_(f, len) {}
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        return op_.await_suspend(h);
+    }
+    Result<void> await_resume() noexcept {
+        int r = op_.await_resume();
+        if (r == -EOPNOTSUPP) // the probe lacks the opcode (before 6.9)
+            r = ::ftruncate(fd_, static_cast<off_t>(len_)) == 0 ? 0 : -errno;
+        return Result<void>::from_res(r);
+    }
+
+private:
+    int fd_;
+    std::uint64_t len_;
+    op::Ftruncate op_;
+};
+using ReadAt = ResultOp<op::Read, std::size_t>;
+using WriteAt = ResultOp<op::Write, std::size_t>;
+using ReadAtFixed = ResultOp<op::ReadFixed, std::size_t>;
+using WriteAtFixed = ResultOp<op::WriteFixed, std::size_t>;
+using SyncAwait = ResultOp<op::Fsync, void>;
+using AllocateAwait = ResultOp<op::Fallocate, void>;
+using MetadataAwait = StatxAwait<YieldMetadata>;
+using SizeAwait = StatxAwait<YieldSize>;
+} // namespace detail
+
+/// An open file: owns its descriptor (an Fd, closed when the File goes, on every path) and
+/// gives the file's operations as awaitables yielding ringo::Result: a value, or the
+/// std::error_code of the failure (the kernel's errno in std::system_category(), or an
+/// fs::Error for a read that met the end of the file too early or a write that moved
+/// nothing). Offsets are explicit (positional I/O, like pread/pwrite): a File has no cursor.
+///
+/// What each call costs: read_at, write_at, the fixed-buffer forms, sync, datasync, allocate,
+/// truncate, metadata, size and open are one io_uring operation awaited directly (no
+/// coroutine frame, no allocation). read_exact_at, write_all_at, read_to_end and close are
+/// Tasks: one frame from ringo's frame pool per call (no heap allocation once the pool is
+/// warm), a loop of operations inside; read_to_end also allocates its string.
+///
+/// Buffers and the File must stay valid until the await ends. In a cancelled task every
+/// operation yields ECANCELED without being submitted, except close(), which always closes.
+///
+///     auto f = co_await fs::File::open("data.bin");
+///     if (!f) co_return f.error();
+///     std::array<std::byte, 4096> buf;
+///     auto n = co_await f->read_at(buf, 0);
+class File {
+public:
+    File() noexcept = default;
+    /// Takes ownership of an open descriptor.
+    explicit File(Fd fd) noexcept : fd_(std::move(fd)) {}
+    File(File&& o) noexcept : fd_(std::move(o.fd_)), slot_(std::exchange(o.slot_, -1)) {}
+    File& operator=(File&& o) noexcept {
+        if (this != &o) {
+            fd_ = std::move(o.fd_);
+            slot_ = std::exchange(o.slot_, -1);
+        }
+        return *this;
+    }
+
+    /// Opens `path` (one IORING_OP_OPENAT): read-only with `{}`; `mode` is used when the
+    /// file is created (masked by the umask). Errors: ENOENT, EACCES, EISDIR (a directory
+    /// opened for writing), EEXIST (exclusive), EMFILE (the descriptor limit), EINVAL
+    /// (truncate without write access; O_DIRECT on a file system without it), ...
+    static detail::OpenAwait open(PathRef path, OpenOptions o = {}, mode_t mode = 0644) noexcept {
+        return {path.c_str(), o.flags(), mode};
+    }
+    /// Opens `path` for writing, creating it or emptying it (O_WRONLY|O_CREAT|O_TRUNC).
+    static detail::OpenAwait create(PathRef path, mode_t mode = 0644) noexcept {
+        return open(path, {.write = true, .create = true, .truncate = true}, mode);
+    }
+
+    /// Reads up to `buf.size()` bytes at `offset`: the count read (0 at the end of the file).
+    /// One IORING_OP_READ, as op::read.
+    detail::ReadAt read_at(std::span<std::byte> buf, std::uint64_t offset) noexcept {
+        return read_at(buf.data(), buf.size(), offset);
+    }
+    detail::ReadAt read_at(void* buf, std::size_t len, std::uint64_t offset) noexcept {
+        return detail::ReadAt(ref(), buf, len, offset);
+    }
+    /// Writes up to `buf.size()` bytes at `offset` (at the end with append): the count
+    /// written, which may be short. One IORING_OP_WRITE.
+    detail::WriteAt write_at(std::span<const std::byte> buf, std::uint64_t offset) noexcept {
+        return write_at(buf.data(), buf.size(), offset);
+    }
+    detail::WriteAt write_at(std::string_view s, std::uint64_t offset) noexcept {
+        return write_at(s.data(), s.size(), offset);
+    }
+    detail::WriteAt write_at(const void* buf, std::size_t len, std::uint64_t offset) noexcept {
+        return detail::WriteAt(ref(), buf, len, offset);
+    }
+
+    /// Fills `buf` from `offset`, reading again after short reads. The end of the file first
+    /// is fs::Error::unexpected_eof (the bytes read so far are in `buf`).
+    Task<Result<void>> read_exact_at(std::span<std::byte> buf, std::uint64_t offset) {
+        std::size_t done = 0;
+        while (done < buf.size()) {
+            int r = co_await op::read(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
+            if (r < 0)
+                co_return errno_code(r);
+            if (r == 0)
+                co_return make_error_code(Error::unexpected_eof);
+            done += static_cast<std::size_t>(r);
+        }
+        co_return Result<void>{};
+    }
+    /// Writes all of `buf` at `offset`, writing again after short writes. A write that moves
+    /// nothing is fs::Error::write_zero; a full file system is ENOSPC (what was written
+    /// before stays written).
+    Task<Result<void>> write_all_at(std::span<const std::byte> buf, std::uint64_t offset) {
+        std::size_t done = 0;
+        while (done < buf.size()) {
+            int r = co_await op::write(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
+            if (r < 0)
+                co_return errno_code(r);
+            if (r == 0)
+                co_return make_error_code(Error::write_zero);
+            done += static_cast<std::size_t>(r);
+        }
+        co_return Result<void>{};
+    }
+    Task<Result<void>> write_all_at(std::string_view s, std::uint64_t offset) {
+        return write_all_at(std::as_bytes(std::span<const char>(s.data(), s.size())), offset);
+    }
+    /// The file's bytes from `offset` to its end, in a string sized once from the file's
+    /// size (a statx) and grown while reads still find data (a file that grows, or /proc's
+    /// files that say 0): usually the statx and two reads.
+    Task<Result<std::string>> read_to_end(std::uint64_t offset = 0) {
+        Result<std::uint64_t> hint = co_await size();
+        std::size_t want = 0;
+        if (hint && *hint > offset)
+            want = static_cast<std::size_t>(*hint - offset);
+        std::string s;
+        s.resize(want + 1 < 4096 ? 4096 : want + 1); // one byte more: the read that ends it returns 0
+        std::size_t len = 0;
+        for (;;) {
+            if (len == s.size())
+                s.resize(s.size() * 2);
+            int r = co_await op::read(ref(), s.data() + len, s.size() - len, offset + len);
+            if (r < 0)
+                co_return errno_code(r);
+            if (r == 0)
+                break;
+            len += static_cast<std::size_t>(r);
+        }
+        s.resize(len);
+        co_return s;
+    }
+
+    /// Reads into registered buffer `buf_index` of the runtime's buf::BufferTable (`buf`
+    /// must lie inside it, else EFAULT): one IORING_OP_READ_FIXED.
+    detail::ReadAtFixed read_at_fixed(std::span<std::byte> buf, std::uint64_t offset, unsigned buf_index) noexcept {
+        return detail::ReadAtFixed(ref(), buf.data(), buf.size(), offset, buf_index);
+    }
+    /// Writes from registered buffer `buf_index`: one IORING_OP_WRITE_FIXED.
+    detail::WriteAtFixed write_at_fixed(std::span<const std::byte> buf, std::uint64_t offset,
+                                        unsigned buf_index) noexcept {
+        return detail::WriteAtFixed(ref(), buf.data(), buf.size(), offset, buf_index);
+    }
+
+    /// Puts this file in slot `slot` of the runtime's registered file table (a synchronous
+    /// io_uring_register(2)); from then on every operation of this File names the slot
+    /// (IOSQE_FIXED_FILE) instead of the descriptor. EBADF when the File is closed; ENXIO
+    /// when no table is registered; EINVAL for a slot past its end. close() empties the
+    /// slot; a File destroyed without close() leaves it holding the file until the slot is
+    /// updated or the table unregistered.
+    Result<void> register_in(op::FileTable& table, unsigned slot) noexcept {
+        if (!fd_)
+            return std::make_error_code(std::errc::bad_file_descriptor);
+        int fd = fd_.get();
+        int r = table.update(slot, std::span<const int>(&fd, 1));
+        if (r < 0)
+            return errno_code(r);
+        slot_ = static_cast<int>(slot);
+        return {};
+    }
+    /// The registered slot this File's operations use, or -1.
+    [[nodiscard]] int registered_slot() const noexcept { return slot_; }
+
+    /// fsync(2): data and metadata reach the device.
+    detail::SyncAwait sync() noexcept { return detail::SyncAwait(ref(), 0u); }
+    /// fdatasync(2): data (and the metadata needed to read it back) reach the device.
+    detail::SyncAwait datasync() noexcept { return detail::SyncAwait(ref(), op::fsync_datasync); }
+    /// fallocate(2) mode 0: reserves [offset, offset+len), growing the file when it ends
+    /// before (ENOSPC when the file system is full; EOPNOTSUPP where not supported).
+    detail::AllocateAwait allocate(std::uint64_t offset, std::uint64_t len) noexcept {
+        return detail::AllocateAwait(ref(), 0, offset, len);
+    }
+    /// Sets the file's length to `len` (IORING_OP_FTRUNCATE, or ftruncate(2) before 6.9).
+    /// EINVAL when not open for writing.
+    detail::TruncateAwait truncate(std::uint64_t len) noexcept { return detail::TruncateAwait(ref(), fd_.get(), len); }
+    /// The file's Metadata (one IORING_OP_STATX on the descriptor).
+    detail::MetadataAwait metadata() const noexcept { return detail::MetadataAwait(fd_.get(), "", AT_EMPTY_PATH); }
+    /// The file's size in bytes (one IORING_OP_STATX).
+    detail::SizeAwait size() const noexcept { return detail::SizeAwait(fd_.get(), "", AT_EMPTY_PATH); }
+
+    /// Closes the file now and reports the close's error (the destructor cannot): empties
+    /// its registered slot if it has one, then closes the descriptor. EBADF when there was
+    /// none. Runs in a cancelled task too (close is a release operation). Afterwards the
+    /// File owns nothing and every operation on it yields EBADF.
+    Task<Result<void>> close() {
+        int slot = std::exchange(slot_, -1);
+        Fd fd = std::move(fd_);
+        if (slot >= 0)
+            (void)co_await op::close(op::Fixed{static_cast<unsigned>(slot)});
+        int r = co_await fd.close();
+        co_return Result<void>::from_res(r);
+    }
+
+    /// The descriptor (-1 when closed).
+    [[nodiscard]] int get() const noexcept { return fd_.get(); }
+    /// The owned descriptor itself (to pass to an op::, or to take it: std::move(f.fd())).
+    [[nodiscard]] Fd& fd() noexcept { return fd_; }
+    [[nodiscard]] const Fd& fd() const noexcept { return fd_; }
+    [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+    explicit operator bool() const noexcept { return fd_.valid(); }
+    /// What this File's operations name: its registered slot, or its descriptor.
+    [[nodiscard]] op::FileRef ref() const noexcept {
+        return slot_ >= 0 ? op::FileRef(op::Fixed{static_cast<unsigned>(slot_)}) : op::FileRef(fd_.get());
+    }
+
+private:
+    // `offset + n`, except that op::current_pos ("the file's position") stays itself.
+    static std::uint64_t advance(std::uint64_t offset, std::size_t n) noexcept {
+        return offset == op::current_pos ? offset : offset + n;
+    }
+
+    Fd fd_;
+    int slot_ = -1;
+};
+
+inline Result<File> detail::OpenAwait::await_resume() noexcept {
+    if (err_)
+        return err_;
+    int r = op_.await_resume();
+    if (r < 0)
+        return errno_code(r);
+    return File(Fd(r));
+}
+
+} // namespace ringo::fs

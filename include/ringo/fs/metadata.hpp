@@ -1,0 +1,72 @@
+// ringo/fs/metadata.hpp - Metadata (what statx reports about a file) and PathRef (how ringo::fs
+// takes a path).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+namespace ringo::fs {
+
+/// A path as ringo::fs takes it: a NUL-terminated string that is not copied. Made from a
+/// `const char*`, a `std::string` or a `std::filesystem::path`. The string must stay valid
+/// until the await of the call that took it ends (as for op::openat): a temporary in the
+/// co_await expression itself lives that long (`co_await fs::remove(dir + "/x")` is fine);
+/// a Task kept to be awaited later must not take one.
+class PathRef {
+public:
+    PathRef(const char* p) noexcept : p_(p) {}                          // NOLINT: implicit on purpose
+    PathRef(const std::string& s) noexcept : p_(s.c_str()) {}           // NOLINT
+    PathRef(const std::filesystem::path& p) noexcept : p_(p.c_str()) {} // NOLINT
+    [[nodiscard]] const char* c_str() const noexcept { return p_; }
+
+private:
+    const char* p_;
+};
+
+/// What statx(2) reports about a file (STATX_BASIC_STATS).
+struct Metadata {
+    std::uint64_t size = 0;    ///< bytes
+    std::uint32_t mode = 0;    ///< st_mode: the file type (S_IFMT bits) and the permission bits
+    std::uint32_t blksize = 0; ///< the preferred I/O size of the file system
+    std::uint64_t blocks = 0;  ///< 512-byte blocks allocated
+    std::uint32_t nlink = 0, uid = 0, gid = 0;
+    std::uint64_t ino = 0; ///< the inode number: with `dev`, names the file
+    std::uint64_t dev = 0; ///< the device the file is on (makedev(major, minor))
+    std::chrono::system_clock::time_point mtime{}, atime{}, ctime{};
+
+    [[nodiscard]] bool is_file() const noexcept { return S_ISREG(mode); }
+    [[nodiscard]] bool is_dir() const noexcept { return S_ISDIR(mode); }
+    [[nodiscard]] bool is_symlink() const noexcept { return S_ISLNK(mode); }
+    /// The permission bits (mode & 07777).
+    [[nodiscard]] std::uint32_t permissions() const noexcept { return mode & 07777u; }
+
+    [[nodiscard]] static Metadata from_statx(const struct statx& s) noexcept {
+        auto tp = [](const struct statx_timestamp& t) {
+            return std::chrono::system_clock::time_point(
+                std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::seconds(t.tv_sec) +
+                                                                                std::chrono::nanoseconds(t.tv_nsec)));
+        };
+        Metadata m;
+        m.size = s.stx_size;
+        m.mode = s.stx_mode;
+        m.blksize = s.stx_blksize;
+        m.blocks = s.stx_blocks;
+        m.nlink = s.stx_nlink;
+        m.uid = s.stx_uid;
+        m.gid = s.stx_gid;
+        m.ino = s.stx_ino;
+        m.dev = makedev(s.stx_dev_major, s.stx_dev_minor);
+        m.mtime = tp(s.stx_mtime);
+        m.atime = tp(s.stx_atime);
+        m.ctime = tp(s.stx_ctime);
+        return m;
+    }
+};
+
+} // namespace ringo::fs
