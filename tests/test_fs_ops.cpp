@@ -15,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -426,6 +429,126 @@ TEST(FsErrors, PermissionDeniedInAnUnprivilegedChild) {
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The examples of docs/fs.md, verbatim (keep them the same), compiled and run.
+namespace docs {
+// Appends a record and makes it durable; the close's error is reported too.
+ringo::Task<ringo::Result<void>> append_record(const std::string& path, std::string_view rec) {
+    auto f = co_await ringo::fs::File::open(path, {.append = true, .create = true});
+    if (!f)
+        co_return f.error();
+    if (auto w = co_await f->write_all_at(rec, 0); !w) // append: the offset is ignored
+        co_return w;
+    if (auto s = co_await f->datasync(); !s)
+        co_return s;
+    co_return co_await f->close();
+}
+
+// Reads a fixed-size header; a file shorter than it is fs::Error::unexpected_eof.
+ringo::Task<ringo::Result<std::array<std::byte, 16>>> read_header(const std::string& path) {
+    auto f = co_await ringo::fs::File::open(path);
+    if (!f)
+        co_return f.error();
+    std::array<std::byte, 16> h{};
+    if (auto r = co_await f->read_exact_at(h, 0); !r)
+        co_return r.error();
+    co_return h;
+}
+
+// Sums a file's bytes, reading it around the page cache 1 MiB at a time.
+ringo::Task<ringo::Result<std::uint64_t>> sum_direct(const std::string& path) {
+    auto f = co_await ringo::fs::File::open(path, {.direct = true});
+    if (!f)
+        co_return f.error(); // EINVAL: the file system has no O_DIRECT
+    ringo::fs::AlignedBuffer buf(1 << 20);
+    std::uint64_t sum = 0;
+    for (std::uint64_t off = 0;;) {
+        auto n = co_await f->read_at(buf.span(), off);
+        if (!n)
+            co_return n.error();
+        for (std::size_t i = 0; i < *n; ++i)
+            sum += std::to_integer<unsigned>(buf.data()[i]);
+        if (*n < buf.size())
+            break; // the end (the next offset would not be aligned anyway)
+        off += *n;
+    }
+    co_return sum;
+}
+
+ringo::Task<ringo::Result<std::size_t>> first_block(const std::string& path, ringo::op::FileTable& files,
+                                                    ringo::fs::AlignedBuffer& registered) {
+    auto f = co_await ringo::fs::File::open(path);
+    if (!f)
+        co_return f.error();
+    if (auto r = f->register_in(files, 0); !r)
+        co_return r.error();
+    auto n = co_await f->read_at_fixed(registered.span(0, 4096), 0, 0); // buffer 0 of the BufferTable
+    (void)co_await f->close();                                          // empties slot 0 too
+    co_return n;
+}
+
+void use_first_block(const std::string& path) {
+    ringo::Runtime rt;
+    ringo::op::FileTable files(rt);
+    ringo::buf::BufferTable buffers(rt);
+    ringo::fs::AlignedBuffer mem(64 * 1024);
+    iovec iov{mem.data(), mem.size()};
+    if (files.register_sparse(8) == 0 && buffers.register_buffers({&iov, 1}) == 0) {
+        ringo::Result<std::size_t> n = rt.block_on(first_block(path, files, mem));
+        std::printf("%zu bytes\n", n.value_or(0));
+    }
+}
+
+// Counts the lines of a file.
+ringo::Task<ringo::Result<std::size_t>> count_lines(const std::string& path) {
+    ringo::Result<std::string> text = co_await ringo::fs::read_file(path);
+    if (!text)
+        co_return text.error();
+    co_return static_cast<std::size_t>(std::count(text->begin(), text->end(), '\n'));
+}
+
+// Saves a file atomically: writes a temporary beside it, then renames it over the original.
+ringo::Task<ringo::Result<void>> save(const std::string& dir, const std::string& name, std::string_view data) {
+    if (auto d = co_await ringo::fs::create_dirs(dir); !d)
+        co_return d;
+    std::string tmp = dir + "/." + name + ".tmp", dst = dir + "/" + name;
+    if (auto w = co_await ringo::fs::write_file(tmp, data); !w) {
+        (void)co_await ringo::fs::remove(tmp);
+        co_return w;
+    }
+    co_return co_await ringo::fs::rename(tmp, dst);
+}
+
+// Backs a file up, giving up after a second.
+ringo::Task<void> backup(const std::string& from, const std::string& to) {
+    auto r = co_await ringo::with_timeout(ringo::fs::copy(from, to), std::chrono::seconds(1));
+    (void)r; // the copy's Result, or the deadline's mark: see with_timeout in compose.md
+}
+} // namespace docs
+
+TEST(FsDocs, ExamplesRun) {
+    ringo_test::TempDir dir;
+    std::string log = dir.file("log"), data = dir.file("data"), sub = dir.file("a/b");
+    spit(data, "one\ntwo\nthree\nfour\n");
+    run([&]() -> Task<void> {
+        EXPECT_TRUE(co_await docs::append_record(log, "r1\n"));
+        EXPECT_TRUE(co_await docs::append_record(log, "r2\n"));
+        EXPECT_EQ((co_await docs::count_lines(data)).value_or(0), 4u);
+        EXPECT_EQ((co_await docs::count_lines(dir.file("none"))).error(), std::errc::no_such_file_or_directory);
+        auto h = co_await docs::read_header(data);
+        EXPECT_TRUE(h && (*h)[0] == std::byte{'o'});
+        EXPECT_EQ((co_await docs::read_header(log)).error(), fs::Error::unexpected_eof);
+        EXPECT_TRUE(co_await docs::save(sub, "cfg", "k=v"));
+        co_await docs::backup(data, dir.file("data.bak"));
+        auto sum = co_await docs::sum_direct(std::string("/proc/self/status"));
+        EXPECT_FALSE(sum); // no O_DIRECT in /proc: an error, not a crash
+    });
+    EXPECT_EQ(slurp(log), "r1\nr2\n");
+    EXPECT_EQ(slurp(sub + "/cfg"), "k=v");
+    EXPECT_FALSE(std::filesystem::exists(sub + "/.cfg.tmp"));
+    EXPECT_EQ(slurp(dir.file("data.bak")), "one\ntwo\nthree\nfour\n");
+    docs::use_first_block(data);
 }
 
 } // namespace
