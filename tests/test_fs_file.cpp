@@ -379,6 +379,25 @@ TEST(FsFile, TheDestructorClosesOnEveryPath) {
     EXPECT_EQ(open_fds(), fds);
 }
 
+TEST(FsFile, TakeFdHandsTheDescriptorOver) {
+    ringo_test::TempDir dir;
+    std::string path = dir.file("t");
+    spit(path, "abc");
+    run([&]() -> Task<void> {
+        Result<File> f = co_await File::open(path);
+        int raw = f->get();
+        EXPECT_EQ(f->fd().get(), raw);
+        ringo::Fd fd = f->take_fd();
+        EXPECT_EQ(fd.get(), raw);
+        EXPECT_FALSE(f->is_open());
+        EXPECT_EQ(f->ref().raw(), -1);
+        std::string buf(3, '\0');
+        EXPECT_EQ((co_await f->read_at(bytes(buf), 0)).error(), std::errc::bad_file_descriptor);
+        EXPECT_EQ(co_await ringo::op::read(fd, buf.data(), 3, 0), 3); // still open, owned by fd
+        EXPECT_EQ(buf, "abc");
+    });
+}
+
 // A registered file slot and registered buffers: the fast path when asked.
 TEST(FsFile, RegisteredFileAndBuffers) {
     ringo_test::TempDir dir;

@@ -140,12 +140,12 @@ class File {
 public:
     File() noexcept = default;
     /// Takes ownership of an open descriptor.
-    explicit File(Fd fd) noexcept : fd_(std::move(fd)) {}
-    File(File&& o) noexcept : fd_(std::move(o.fd_)), slot_(std::exchange(o.slot_, -1)) {}
+    explicit File(Fd fd) noexcept : fd_(std::move(fd)), ref_(fd_.get()) {}
+    File(File&& o) noexcept : fd_(std::move(o.fd_)), ref_(std::exchange(o.ref_, op::FileRef(-1))) {}
     File& operator=(File&& o) noexcept {
         if (this != &o) {
             fd_ = std::move(o.fd_);
-            slot_ = std::exchange(o.slot_, -1);
+            ref_ = std::exchange(o.ref_, op::FileRef(-1));
         }
         return *this;
     }
@@ -263,11 +263,11 @@ public:
         int r = table.update(slot, std::span<const int>(&fd, 1));
         if (r < 0)
             return errno_code(r);
-        slot_ = static_cast<int>(slot);
+        ref_ = op::Fixed{slot};
         return {};
     }
     /// The registered slot this File's operations use, or -1.
-    [[nodiscard]] int registered_slot() const noexcept { return slot_; }
+    [[nodiscard]] int registered_slot() const noexcept { return ref_.fixed() ? ref_.raw() : -1; }
 
     /// fsync(2): data and metadata reach the device.
     detail::SyncAwait sync() noexcept { return detail::SyncAwait(ref(), 0u); }
@@ -291,7 +291,8 @@ public:
     /// none. Runs in a cancelled task too (close is a release operation). Afterwards the
     /// File owns nothing and every operation on it yields EBADF.
     Task<Result<void>> close() {
-        int slot = std::exchange(slot_, -1);
+        int slot = registered_slot();
+        ref_ = op::FileRef(-1);
         Fd fd = std::move(fd_);
         if (slot >= 0)
             (void)co_await op::close(op::Fixed{static_cast<unsigned>(slot)});
@@ -301,15 +302,18 @@ public:
 
     /// The descriptor (-1 when closed).
     [[nodiscard]] int get() const noexcept { return fd_.get(); }
-    /// The owned descriptor itself (to pass to an op::, or to take it: std::move(f.fd())).
-    [[nodiscard]] Fd& fd() noexcept { return fd_; }
+    /// The owned descriptor (to pass to an op::).
     [[nodiscard]] const Fd& fd() const noexcept { return fd_; }
+    /// Takes the descriptor out: the caller owns it, and the File is closed (a registered
+    /// slot keeps its own reference to the file until it is emptied).
+    [[nodiscard]] Fd take_fd() noexcept {
+        ref_ = op::FileRef(-1);
+        return std::move(fd_);
+    }
     [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
     explicit operator bool() const noexcept { return fd_.valid(); }
     /// What this File's operations name: its registered slot, or its descriptor.
-    [[nodiscard]] op::FileRef ref() const noexcept {
-        return slot_ >= 0 ? op::FileRef(op::Fixed{static_cast<unsigned>(slot_)}) : op::FileRef(fd_.get());
-    }
+    [[nodiscard]] op::FileRef ref() const noexcept { return ref_; }
 
 private:
     // `offset + n`, except that op::current_pos ("the file's position") stays itself.
@@ -318,7 +322,7 @@ private:
     }
 
     Fd fd_;
-    int slot_ = -1;
+    op::FileRef ref_{-1}; // what operations name: kept with fd_ (no branch per operation)
 };
 
 inline Result<File> detail::OpenAwait::await_resume() noexcept {
