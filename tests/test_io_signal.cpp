@@ -1,6 +1,7 @@
 // SignalSet (io/signal.hpp): signals read through the ring from a signalfd, one by one, with
 // cancellation, a set dropped while a task waits, the mask rule, and a RuntimePool whose
-// threads block the signal from the start.
+// threads block the signal from the start. Then the two Ctrl-C examples, run as programs
+// that get a real SIGINT.
 //
 // Only SIGUSR1, SIGUSR2 and SIGRTMIN are used (never SIGINT in this process: ctest). While a
 // test runs, a handler counts those signals if one is ever delivered the ordinary way (a
@@ -535,6 +536,165 @@ TEST_F(Signals, AShutdownNowCancelsAPoolTaskWaitingForASignal) {
         EXPECT_EQ(h.join(), -ECANCELED);
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// --- the Ctrl-C examples, run as programs that get a real SIGINT or SIGTERM.
+
+std::string example_path(const char* name) {
+    char self[PATH_MAX];
+    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return {};
+    std::string dir(self, static_cast<std::size_t>(n));
+    dir.resize(dir.rfind('/'));                                 // .../tests
+    return dir.substr(0, dir.rfind('/')) + "/examples/" + name; // .../examples/name
+}
+
+/// A program started with its stdout on a pipe.
+struct Child {
+    pid_t pid = -1;
+    int out = -1;
+    std::string text;
+
+    Child(const std::string& path, std::vector<std::string> args) {
+        int p[2];
+        if (::pipe2(p, O_CLOEXEC) != 0)
+            return;
+        pid = ::fork();
+        if (pid == 0) {
+            ::dup2(p[1], 1);
+            sigset_t none;
+            sigemptyset(&none);
+            pthread_sigmask(SIG_SETMASK, &none, nullptr); // as from a shell
+            std::vector<char*> argv{const_cast<char*>(path.c_str())};
+            for (auto& a : args)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(path.c_str(), argv.data());
+            ::_exit(127);
+        }
+        ::close(p[1]);
+        out = p[0];
+    }
+    ~Child() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+        if (out >= 0)
+            ::close(out);
+    }
+    /// Reads the output until it holds `what` (true) or `limit` passes or it ends (false).
+    bool read_until(const std::string& what, std::chrono::milliseconds limit) {
+        auto end = std::chrono::steady_clock::now() + limit;
+        while (text.find(what) == std::string::npos) {
+            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+            if (left.count() <= 0)
+                return false;
+            pollfd pfd{out, POLLIN, 0};
+            if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0)
+                return false;
+            char buf[512];
+            ssize_t n = ::read(out, buf, sizeof buf);
+            if (n <= 0)
+                return false;
+            text.append(buf, static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+    /// Waits up to `limit` for the exit; its wait status, or -1 when it still runs.
+    int wait_exit(std::chrono::milliseconds limit) {
+        auto end = std::chrono::steady_clock::now() + limit;
+        for (;;) {
+            int status = 0;
+            pid_t r = ::waitpid(pid, &status, WNOHANG);
+            if (r == pid) {
+                pid = -1;
+                read_until("\x01", 200ms); // the rest of its output, to the end
+                return status;
+            }
+            if (std::chrono::steady_clock::now() >= end)
+                return -1;
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+};
+
+int connect_to(std::uint16_t port) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(port);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/// Runs examples/ctrl_c_server with one idle connection open, sends `sig`, and checks that it
+/// stops within a second (its grace period is 200 ms), exits 0 and says what it did.
+void server_stops_on(int sig, const char* name) {
+    std::string path = example_path("ctrl_c_server");
+    if (::access(path.c_str(), X_OK) != 0)
+        GTEST_SKIP() << path << " is not built (RINGO_BUILD_EXAMPLES=OFF?)";
+    Child c(path, {"0", "200"});
+    ASSERT_GT(c.pid, 0);
+    ASSERT_TRUE(c.read_until("\n", 10s)) << c.text;
+    unsigned port = 0;
+    ASSERT_EQ(std::sscanf(c.text.c_str(), "listening on port %u", &port), 1) << c.text;
+    int conn = connect_to(static_cast<std::uint16_t>(port));
+    ASSERT_GE(conn, 0);
+    ASSERT_EQ(::send(conn, "hi", 2, 0), 2);
+    char buf[2];
+    ASSERT_EQ(::recv(conn, buf, 2, MSG_WAITALL), 2); // echoed: its handler runs
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(c.pid, sig), 0);
+    int status = c.wait_exit(5s);
+    auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_NE(status, -1) << "still running 5 s after " << name << "; output: " << c.text;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "; output: " << c.text;
+    EXPECT_LT(took, 1s);
+    EXPECT_NE(c.text.find(std::string("got ") + name + ", stopping"), std::string::npos) << c.text;
+    EXPECT_NE(c.text.find("1 connection(s) still open after 200 ms: cancelled"), std::string::npos) << c.text;
+    EXPECT_EQ(::recv(conn, buf, 1, 0), 0); // the server closed it
+    ::close(conn);
+}
+
+TEST(CtrlC, OneRuntimeServerStopsOnSigint) { server_stops_on(SIGINT, "SIGINT"); }
+TEST(CtrlC, OneRuntimeServerStopsOnSigterm) { server_stops_on(SIGTERM, "SIGTERM"); }
+
+TEST(CtrlC, OneRuntimeServerWithNoOpenConnectionStopsAtOnce) {
+    std::string path = example_path("ctrl_c_server");
+    if (::access(path.c_str(), X_OK) != 0)
+        GTEST_SKIP() << path << " is not built";
+    Child c(path, {"0", "200"});
+    ASSERT_TRUE(c.read_until("listening", 10s)) << c.text;
+    ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+    int status = c.wait_exit(5s);
+    ASSERT_NE(status, -1) << c.text;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << c.text;
+    EXPECT_NE(c.text.find("0 connection(s) still open: all finished"), std::string::npos) << c.text;
+}
+
+TEST(CtrlC, PoolStopsOnSigint) {
+    std::string path = example_path("ctrl_c_pool");
+    if (::access(path.c_str(), X_OK) != 0)
+        GTEST_SKIP() << path << " is not built";
+    Child c(path, {"2", "200"});
+    ASSERT_GT(c.pid, 0);
+    ASSERT_TRUE(c.read_until("press Ctrl-C", 10s)) << c.text;
+    auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+    int status = c.wait_exit(5s);
+    auto took = std::chrono::steady_clock::now() - t0;
+    ASSERT_NE(status, -1) << "still running 5 s after SIGINT; output: " << c.text;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "; output: " << c.text;
+    EXPECT_LT(took, 1s);
+    EXPECT_NE(c.text.find("got SIGINT, shutting down"), std::string::npos) << c.text;
+    EXPECT_NE(c.text.find("4 workers stopped when asked, 1 task(s) cancelled after 200 ms"), std::string::npos)
+        << c.text;
 }
 
 } // namespace

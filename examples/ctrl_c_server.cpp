@@ -1,0 +1,87 @@
+// Graceful Ctrl-C on one runtime: a TCP echo server that, on SIGINT or SIGTERM, stops
+// accepting, gives the open connections a grace period to finish, cancels the rest, and
+// returns 0. One thread, so the SignalSet alone blocks the signals where they would land.
+//   ctrl_c_server [port] [grace_ms]      (port 0: pick one)
+#include <ringo/io/signal.hpp>
+#include <ringo/ringo.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+// One connection: echoes until the peer closes, an error, or cancellation.
+ringo::Task<void> echo(ringo::Fd conn) {
+    char buf[4096];
+    for (;;) {
+        int n = co_await ringo::op::recv(conn, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        int w = co_await ringo::op::send(conn, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
+        if (w < 0)
+            break;
+    }
+} // conn closes here, on every path
+
+// Accepts until cancelled (or an error); every connection runs in `handlers`.
+ringo::Task<int> accept_loop(const ringo::Fd& listener, ringo::TaskScope& handlers) {
+    for (;;) {
+        int fd = co_await ringo::op::accept(listener, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0)
+            co_return fd; // -ECANCELED once the signal has come
+        handlers.spawn(echo(ringo::Fd(fd)));
+    }
+}
+
+ringo::Task<int> serve(std::uint16_t port, std::chrono::milliseconds grace) {
+    ringo::SignalSet stop{SIGINT, SIGTERM}; // blocked from here on, read through the ring
+
+    ringo::Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(port);
+    socklen_t len = sizeof addr;
+    int one = 1;
+    if (!listener || ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listener.get(), 128) != 0 ||
+        ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+        std::perror("listen");
+        co_return 1;
+    }
+    std::printf("listening on port %u\n", ntohs(addr.sin_port));
+    std::fflush(stdout);
+
+    ringo::TaskScope handlers;
+    // Serve until a signal comes: the accept loop loses the race and is cancelled.
+    auto [which, v] = co_await ringo::when_any(accept_loop(listener, handlers), stop.next());
+    if (which == 0 || v < 0) { // the accept loop failed, or reading the signals did
+        std::fprintf(stderr, "%s: %s\n", which == 0 ? "accept" : "signals", std::strerror(-v));
+        co_return 1;
+    }
+    std::printf("got %s, stopping\n", v == SIGINT ? "SIGINT" : "SIGTERM");
+    listener.reset(); // new connections are refused from here on
+
+    // The open connections get `grace` to finish; what still runs then is cancelled (and
+    // awaited to its end: every descriptor is closed when this returns).
+    std::size_t open = handlers.running();
+    bool finished = static_cast<bool>(co_await ringo::with_timeout(handlers.join(), grace));
+    if (finished)
+        std::printf("%zu connection(s) still open: all finished\n", open);
+    else
+        std::printf("%zu connection(s) still open after %lld ms: cancelled\n", open,
+                    static_cast<long long>(grace.count()));
+    co_return 0;
+}
+
+int main(int argc, char** argv) {
+    auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 7000);
+    std::chrono::milliseconds grace(argc > 2 ? std::atoi(argv[2]) : 2000);
+    return ringo::block_on(serve(port, grace));
+}
