@@ -438,9 +438,11 @@ ringo::Task<ringo::Result<void>> append_record(const std::string& path, std::str
     auto f = co_await ringo::fs::File::open(path, {.append = true, .create = true});
     if (!f)
         co_return f.error();
-    if (auto w = co_await f->write_all_at(rec, 0); !w) // append: the offset is ignored
+    auto w = co_await f->write_all_at(rec, 0); // append: the offset is ignored
+    if (!w)
         co_return w;
-    if (auto s = co_await f->datasync(); !s)
+    auto s = co_await f->datasync();
+    if (!s)
         co_return s;
     co_return co_await f->close();
 }
@@ -451,7 +453,8 @@ ringo::Task<ringo::Result<std::array<std::byte, 16>>> read_header(const std::str
     if (!f)
         co_return f.error();
     std::array<std::byte, 16> h{};
-    if (auto r = co_await f->read_exact_at(h, 0); !r)
+    auto r = co_await f->read_exact_at(h, 0);
+    if (!r)
         co_return r.error();
     co_return h;
 }
@@ -510,10 +513,12 @@ ringo::Task<ringo::Result<std::size_t>> count_lines(const std::string& path) {
 
 // Saves a file atomically: writes a temporary beside it, then renames it over the original.
 ringo::Task<ringo::Result<void>> save(const std::string& dir, const std::string& name, std::string_view data) {
-    if (auto d = co_await ringo::fs::create_dirs(dir); !d)
+    auto d = co_await ringo::fs::create_dirs(dir);
+    if (!d)
         co_return d;
     std::string tmp = dir + "/." + name + ".tmp", dst = dir + "/" + name;
-    if (auto w = co_await ringo::fs::write_file(tmp, data); !w) {
+    auto w = co_await ringo::fs::write_file(tmp, data);
+    if (!w) {
         (void)co_await ringo::fs::remove(tmp);
         co_return w;
     }

@@ -189,7 +189,8 @@ inline Task<Result<std::uint64_t>> copy(PathRef from, PathRef to, CopyOptions o 
         co_return sm.error();
     if (sm->is_dir())
         co_return errno_code(-EISDIR);
-    if (Result<Metadata> dm = co_await metadata(to); dm && dm->ino == sm->ino && dm->dev == sm->dev)
+    Result<Metadata> dm = co_await metadata(to); // not inside the if: GCC 12.2 miscompiles co_await there
+    if (dm && dm->ino == sm->ino && dm->dev == sm->dev)
         co_return std::make_error_code(std::errc::invalid_argument); // the same file: O_TRUNC would empty it
     Result<File> dst = co_await File::open(to, {.write = true, .create = true, .truncate = true}, sm->permissions());
     if (!dst)
