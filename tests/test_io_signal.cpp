@@ -295,7 +295,8 @@ TEST_F(Signals, MoreThanOneReadsWorthComesOutInFull) {
             ::sigqueue(::getpid(), rt, sigval{.sival_int = i});
         std::vector<int> v;
         for (int i = 0; i < 12; ++i) {
-            EXPECT_EQ(co_await s.next(), rt);
+            int sig = co_await s.next();
+            EXPECT_EQ(sig, rt);
             v.push_back(s.info().ssi_int);
         }
         co_return v;
@@ -312,22 +313,26 @@ TEST_F(Signals, CancellingAWaitingTaskYieldsECANCELEDAndLosesNothing) {
         for (int i = 0; i < 5; ++i)
             co_await ringo::yield(); // it waits in the kernel now
         h.cancel();
-        EXPECT_EQ(co_await h, -ECANCELED);
+        int waiter = co_await h;
+        EXPECT_EQ(waiter, -ECANCELED);
         // The set still works, and a task that was cancelled before it awaits gets
         // -ECANCELED without reading anything.
         ::raise(SIGUSR1);
         auto late = ringo::spawn([](SignalSet& s) -> Task<int> { co_return co_await s.next(); }(s));
         late.cancel();
-        EXPECT_EQ(co_await late, -ECANCELED);
+        int late_res = co_await late;
+        EXPECT_EQ(late_res, -ECANCELED);
         EXPECT_TRUE(pending(SIGUSR1));
-        EXPECT_EQ(co_await s.next(), SIGUSR1);
+        int sig = co_await s.next();
+        EXPECT_EQ(sig, SIGUSR1);
     }());
 }
 
 TEST_F(Signals, CancelledByWithTimeoutAndByALostWhenAny) {
     ringo::block_on([]() -> Task<void> {
         SignalSet s{SIGUSR1};
-        EXPECT_FALSE(static_cast<bool>(co_await ringo::with_timeout(s.next(), 20ms)));
+        auto timed = co_await ringo::with_timeout(s.next(), 20ms);
+        EXPECT_FALSE(static_cast<bool>(timed));
         auto [which, v] = co_await ringo::when_any(s.next(), []() -> Task<int> {
             co_await ringo::sleep_for(10ms);
             co_return 7;
@@ -335,7 +340,8 @@ TEST_F(Signals, CancelledByWithTimeoutAndByALostWhenAny) {
         EXPECT_EQ(which, 1u);
         EXPECT_EQ(v, 7);
         ::raise(SIGUSR1);
-        EXPECT_EQ(co_await s.next(), SIGUSR1); // nothing was consumed by the cancelled reads
+        int sig = co_await s.next(); // nothing was consumed by the cancelled reads
+        EXPECT_EQ(sig, SIGUSR1);
     }());
 }
 
@@ -349,7 +355,8 @@ TEST_F(Signals, CancelThenDestroyWhileTheReadIsInFlight) {
         h.cancel();
         s.reset(); // the read is still in the kernel: the waiting next() keeps what it points into
         EXPECT_FALSE(blocked(SIGUSR1));
-        EXPECT_EQ(co_await h, -ECANCELED);
+        int waiter = co_await h;
+        EXPECT_EQ(waiter, -ECANCELED);
     }());
 }
 
@@ -360,7 +367,8 @@ TEST_F(Signals, DestroyingTheSetWakesItsWaiterWithECANCELED) {
         for (int i = 0; i < 5; ++i)
             co_await ringo::yield();
         s.reset(); // no cancel: the set's destruction cancels the read
-        EXPECT_EQ(co_await h, -ECANCELED);
+        int waiter = co_await h;
+        EXPECT_EQ(waiter, -ECANCELED);
     }());
 }
 
@@ -388,7 +396,8 @@ TEST_F(Signals, MovingTheSetWhileATaskWaits) {
         co_await ringo::yield();
         SignalSet b = std::move(a);
         EXPECT_EQ(a.fd(), -1); // NOLINT(bugprone-use-after-move)
-        EXPECT_EQ(co_await a.next(), -EBADF);
+        int moved = co_await a.next();
+        EXPECT_EQ(moved, -EBADF);
         ::raise(SIGUSR1);
         co_return co_await h;
     }());
@@ -400,9 +409,11 @@ TEST_F(Signals, ASecondWaiterIsRefusedWithEBUSY) {
         SignalSet s{SIGUSR1};
         auto h = ringo::spawn([](SignalSet& s) -> Task<int> { co_return co_await s.next(); }(s));
         co_await ringo::yield();
-        EXPECT_EQ(co_await s.next(), -EBUSY);
+        int second = co_await s.next();
+        EXPECT_EQ(second, -EBUSY);
         ::raise(SIGUSR1);
-        EXPECT_EQ(co_await h, SIGUSR1);
+        int first = co_await h;
+        EXPECT_EQ(first, SIGUSR1);
     }());
 }
 
