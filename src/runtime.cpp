@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 #include "report.hpp"
 
@@ -323,7 +324,8 @@ void Runtime::run(std::coroutine_handle<> root) {
         if (!ready_.empty())
             run_ready();
         if (root.done()) {
-            flush_submissions(); // what the last turn queued without awaiting it (a close)
+            if (std::exchange(unawaited_queued_, false))
+                flush_submissions(); // what the last turn queued without awaiting it (a close)
             return;
         }
         if (ready_.empty() && timers_.empty()) [[likely]] {

@@ -571,9 +571,10 @@ TEST(RecvStream, WithTimeoutOnNext) {
         EXPECT_EQ(::send(sp.b, "in time", 7, 0), 7);
         auto got = co_await ringo::with_timeout(s.next(), std::chrono::seconds(5));
         EXPECT_TRUE(got && *got && got->view() == "in time");
-        got.reset();
+        { auto done = std::move(*got); } // gives the buffer back
         auto late = co_await ringo::with_timeout(s.next(), std::chrono::milliseconds(5));
-        EXPECT_FALSE(late); // nothing came: the wait was cancelled, and with it the stream
+        EXPECT_TRUE(late.timed_out());
+        EXPECT_FALSE(*late); // nothing came: the wait was cancelled, and with it the stream
         EXPECT_EQ(s.result(), -ECANCELED);
         EXPECT_EQ(rt.stats().ops_in_flight, 0u);
     }());

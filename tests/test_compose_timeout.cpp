@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -64,19 +65,56 @@ TEST(WithTimeout, OnATask) {
         co_await ringo::sleep_for(1ms);
         co_return "fast";
     };
-    auto r = run([&]() -> Task<std::pair<std::optional<std::string>, std::optional<std::string>>> {
+    auto r = run([&]() -> Task<std::tuple<bool, std::string, bool, std::string>> {
         auto a = co_await ringo::with_timeout(slow(), 10ms);
         auto b = co_await ringo::with_timeout(fast(), 5s);
-        co_return std::pair{a, b};
+        co_return std::tuple{a.timed_out(), *a, b.timed_out(), *b};
     });
-    EXPECT_FALSE(r.first.has_value());
-    ASSERT_TRUE(r.second.has_value());
-    EXPECT_EQ(*r.second, "fast");
+    EXPECT_TRUE(std::get<0>(r));
+    EXPECT_EQ(std::get<1>(r), "slow"); // what the cancelled task returned: kept
+    EXPECT_FALSE(std::get<2>(r));
+    EXPECT_EQ(std::get<3>(r), "fast");
+}
+
+// The rule of docs/compose.md: errno-style awaitables say "timed out" in their int (-ETIME);
+// everything else, a user's Task<int> included, yields Timed<T>.
+static_assert(std::is_same_v<ringo::timeout_result_t<op::Nop>, int>);
+static_assert(std::is_same_v<ringo::timeout_result_t<decltype(ringo::sleep_for(1ms))>, int>);
+static_assert(std::is_same_v<ringo::timeout_result_t<decltype(std::declval<ringo::Mutex&>().lock())>, int>);
+static_assert(std::is_same_v<ringo::timeout_result_t<decltype(std::declval<ringo::Channel<int>&>().send(1))>, int>);
+static_assert(std::is_same_v<ringo::timeout_result_t<Task<int>>, ringo::Timed<int>>);
+static_assert(std::is_same_v<ringo::timeout_result_t<Task<long>>, ringo::Timed<long>>);
+static_assert(std::is_same_v<ringo::timeout_result_t<ringo::JoinHandle<int>>, ringo::Timed<int>>);
+static_assert(std::is_same_v<ringo::timeout_result_t<Task<void>>, ringo::Timed<void>>);
+static_assert(std::is_same_v<ringo::timeout_result_t<decltype(std::declval<ringo::Channel<int>&>().recv())>,
+                             ringo::Timed<std::optional<int>>>);
+
+TEST(WithTimeout, AUserTaskOfIntSaysItTimedOut) {
+    // A task that would return 7 after 1 s, given 10 ms: it is cancelled (its sleep ends with
+    // -ECANCELED), still returns 7, and with_timeout says that the deadline passed first.
+    auto seven = []() -> Task<int> {
+        co_await ringo::sleep_for(1s);
+        co_return 7;
+    };
+    auto seven_long = []() -> Task<long> {
+        co_await ringo::sleep_for(1s);
+        co_return 7;
+    };
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = run([&]() -> Task<std::tuple<bool, int, bool, long, bool, int>> {
+        auto a = co_await ringo::with_timeout(seven(), 10ms);
+        auto b = co_await ringo::with_timeout(seven_long(), 10ms);
+        auto c = co_await ringo::with_timeout([]() -> Task<int> { co_return 3; }(), 1s);
+        co_return std::tuple{a.timed_out(), *a, b.timed_out(), *b, static_cast<bool>(c), c.value()};
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 900ms);
+    EXPECT_EQ(r, std::make_tuple(true, 7, true, 7L, true, 3));
 }
 
 TEST(WithTimeout, OnVoidTaskAndSleep) {
     auto r = run([]() -> Task<std::pair<bool, int>> {
-        bool done = co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(1ms); }(), 5s);
+        bool done = static_cast<bool>(
+            co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(1ms); }(), 5s));
         int s = co_await ringo::with_timeout(ringo::sleep_for(10s), 5ms);
         co_return std::pair{done, s};
     });
@@ -86,16 +124,16 @@ TEST(WithTimeout, OnVoidTaskAndSleep) {
 
 TEST(WithTimeout, OnWhenAll) {
     SocketPair sp;
-    auto r = run([&]() -> Task<bool> {
+    auto r = run([&]() -> Task<std::tuple<bool, int, int>> {
         char a[4], b[4];
         auto res = co_await ringo::with_timeout(
             ringo::when_all([](int fd, char* p) -> Task<int> { co_return co_await op::recv(fd, p, 4); }(sp.fd[0], a),
                             [](int fd, char* p) -> Task<int> { co_return co_await op::recv(fd, p, 4); }(sp.fd[0], b)),
             10ms);
-        co_return res.has_value();
+        co_return std::tuple{res.timed_out(), std::get<0>(*res), std::get<1>(*res)};
     });
-    // Cancelled recvs return -ECANCELED in both branches; the tuple is discarded.
-    EXPECT_FALSE(r);
+    // Timed out; the cancelled recvs returned -ECANCELED in both branches, and that tuple is kept.
+    EXPECT_EQ(r, std::make_tuple(true, -ECANCELED, -ECANCELED));
 }
 
 TEST(WithTimeout, ExceptionsPropagate) {
@@ -179,16 +217,16 @@ TEST(WithTimeout, CancellingTheAwaitingTaskPassesEcanceledThrough) {
 
 TEST(WithTimeout, CancellingTheAwaitingTaskOnVoidAndValueTasks) {
     SocketPair sp;
-    auto r = run([&]() -> Task<std::pair<bool, std::optional<std::string>>> {
+    auto r = run([&]() -> Task<std::pair<bool, ringo::Timed<std::string>>> {
         auto recv_task = [](int fd) -> Task<int> {
             char c;
             co_return co_await op::recv(fd, &c, 1);
         };
         auto hv = ringo::spawn([](Task<int> t) -> Task<bool> {
-            co_return co_await ringo::with_timeout(
-                [](Task<int> tt) -> Task<void> { co_await std::move(tt); }(std::move(t)), 10s);
+            co_return static_cast<bool>(co_await ringo::with_timeout(
+                [](Task<int> tt) -> Task<void> { co_await std::move(tt); }(std::move(t)), 10s));
         }(recv_task(sp.fd[0])));
-        auto hs = ringo::spawn([](Task<int> t) -> Task<std::optional<std::string>> {
+        auto hs = ringo::spawn([](Task<int> t) -> Task<ringo::Timed<std::string>> {
             co_return co_await ringo::with_timeout(
                 [](Task<int> tt) -> Task<std::string> {
                     co_return "recv:" + std::to_string(co_await std::move(tt));
@@ -204,8 +242,8 @@ TEST(WithTimeout, CancellingTheAwaitingTaskOnVoidAndValueTasks) {
         EXPECT_EQ(in_flight(), 0u);
         co_return std::pair{v, s};
     });
-    EXPECT_TRUE(r.first);              // void: it ended before the deadline (cancelled, but not by the deadline)
-    ASSERT_TRUE(r.second.has_value()); // T: the value the task produced after seeing -ECANCELED
+    EXPECT_TRUE(r.first);               // void: it ended before the deadline (cancelled, but not by the deadline)
+    EXPECT_FALSE(r.second.timed_out()); // T: not timed out either; the value the task produced after -ECANCELED
     EXPECT_EQ(*r.second, "recv:" + std::to_string(-ECANCELED));
 }
 
@@ -223,7 +261,9 @@ TEST(WithTimeout, CancellingTheAwaitingTaskWaitsForTheFinalCqe) {
     Out o = rt.block_on([](BlockingOpen* f, int* opened_out) -> Task<Out> {
         auto h = ringo::spawn([](BlockingOpen* ff, int* oo) -> Task<Out> {
             Out out;
-            out.res = co_await ringo::with_timeout(BlockingOpen::open_into(ff, oo), 10s);
+            auto t = co_await ringo::with_timeout(BlockingOpen::open_into(ff, oo), 10s);
+            EXPECT_FALSE(t.timed_out());
+            out.res = *t;
             out.seen = *oo;
             out.in_flight = in_flight();
             co_return out;
@@ -258,11 +298,11 @@ TEST(BadInput, NegativeDurationsEndAtOnce) {
                 co_await ringo::sleep_for(10s);
                 co_return "late";
             }(),
-            std::chrono::nanoseconds::min()); // nullopt at once
-        bool t3 = co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(10s); }(),
-                                               std::chrono::hours::min()); // false at once
-        int k = co_await op::timeout(-1ms);                                // the kernel's: -EINVAL
-        co_return std::tuple{s1, s2, t1, t2.has_value(), t3, k};
+            std::chrono::nanoseconds::min()); // timed out at once
+        bool t3 = static_cast<bool>(co_await ringo::with_timeout(
+            []() -> Task<void> { co_await ringo::sleep_for(10s); }(), std::chrono::hours::min())); // false at once
+        int k = co_await op::timeout(-1ms); // the kernel's: -EINVAL
+        co_return std::tuple{s1, s2, t1, !t2.timed_out(), t3, k};
     }(sp.fd[0]));
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
     EXPECT_EQ(r, std::make_tuple(0, 0, -ETIME, false, false, -EINVAL));
@@ -276,8 +316,8 @@ TEST(BadInput, HugeDurationsNeverFire) {
     auto r = run([]() -> Task<std::tuple<int, int, bool, int, int>> {
         int a = co_await ringo::with_timeout(op::nop(), std::chrono::hours::max());
         int b = co_await ringo::with_timeout(op::nop(), std::chrono::duration<double>(1e300));
-        bool c = co_await ringo::with_timeout([]() -> Task<void> { co_await ringo::sleep_for(1ms); }(),
-                                              std::chrono::minutes::max());
+        bool c = static_cast<bool>(co_await ringo::with_timeout(
+            []() -> Task<void> { co_await ringo::sleep_for(1ms); }(), std::chrono::minutes::max()));
         // A sleep of hours::max() does not end at once: the 2 ms deadline ends it.
         int d = co_await ringo::with_timeout(ringo::sleep_for(std::chrono::hours::max()), 2ms);
         int e = co_await ringo::with_timeout(

@@ -381,16 +381,16 @@ TEST(Nested, WithTimeoutOnALink) {
         auto res = co_await ringo::with_timeout(ringo::link(op::recv(fd, b, 4), op::nop()), 5ms);
         auto left = in_flight();
         co_await expect_no_recv_left(fd, peer, b, 4);
-        co_return std::pair{res.has_value(), left};
+        co_return std::pair{!res.timed_out(), left};
     }(sp.fd[0], sp.fd[1], buf));
-    EXPECT_FALSE(r.first); // std::nullopt: the deadline cancelled the chain
+    EXPECT_FALSE(r.first); // timed out: the deadline cancelled the chain
     EXPECT_EQ(r.second, 0u);
 }
 
 // with_timeout(when_any(when_all(recv a, recv b), when_all(timeout t, nop)), deadline): three
 // levels of composites, each of which must cancel and await what is below it.
 using Pair = std::tuple<int, int>;
-using Nest = std::optional<std::pair<std::size_t, Pair>>;
+using Nest = ringo::Timed<std::pair<std::size_t, Pair>>;
 Task<std::pair<Nest, std::uint32_t>> nested_three_levels(int fa, int fb, char* a, char* b, std::chrono::nanoseconds t,
                                                          std::chrono::nanoseconds deadline) {
     auto res = co_await ringo::with_timeout(ringo::when_any(ringo::when_all(op::recv(fa, a, 4), op::recv(fb, b, 4)),
@@ -410,7 +410,7 @@ TEST(Nested, WhenAllInsideWhenAnyInsideWithTimeout) {
         co_await expect_no_recv_left(fa, pa, ba, 4);
         co_return r;
     }(x.fd[0], y.fd[0], x.fd[1], a, b));
-    ASSERT_TRUE(r1.first.has_value());
+    ASSERT_FALSE(r1.first.timed_out());
     EXPECT_EQ(r1.first->first, 1u);
     EXPECT_EQ(r1.first->second, Pair(-ETIME, 0));
     EXPECT_EQ(r1.second, 0u);
@@ -420,7 +420,7 @@ TEST(Nested, WhenAllInsideWhenAnyInsideWithTimeout) {
     auto t0 = std::chrono::steady_clock::now();
     auto r2 = rt.block_on(nested_three_levels(x.fd[0], y.fd[0], a, b, 10s, 2ms));
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-    EXPECT_FALSE(r2.first.has_value());
+    EXPECT_TRUE(r2.first.timed_out());
     EXPECT_EQ(r2.second, 0u);
     EXPECT_EQ(std::string(a, 4), "----");
     EXPECT_EQ(std::string(b, 4), "----");
@@ -431,7 +431,7 @@ TEST(Nested, WhenAllInsideWhenAnyInsideWithTimeout) {
     t0 = std::chrono::steady_clock::now();
     auto r3 = rt.block_on(nested_three_levels(x.fd[0], y.fd[0], a, b, 10s, 5s));
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
-    ASSERT_TRUE(r3.first.has_value());
+    ASSERT_FALSE(r3.first.timed_out());
     EXPECT_EQ(r3.first->first, 0u);
     EXPECT_EQ(r3.first->second, Pair(1, 1));
     EXPECT_EQ(a[0], 'A');

@@ -30,6 +30,14 @@ decltype(auto) get_awaiter(A&& a) {
 template <class A>
 using await_result_t = decltype(detail::get_awaiter(std::declval<A>()).await_resume());
 
+/// An awaitable whose int result follows the kernel's convention: >= 0, or -errno, and
+/// -ECANCELED when its task is cancelled. ringo's own awaiters say so with `static constexpr
+/// bool errno_result = true`: every operation, sleep_for/sleep_until, the waits of the sync
+/// primitives, Fd::close. A Task<int> or any other int is a plain value, not a status.
+template <class A>
+concept ErrnoAwaitable = std::same_as < await_result_t<A>,
+int > &&requires { requires std::remove_cvref_t<decltype(detail::get_awaiter(std::declval<A>()))>::errno_result; };
+
 /// One io_uring operation (an op:: awaitable): it has an SQE, so SQE flags, links and
 /// grouped submission apply to it. Tasks, channel pops and other awaitables are not.
 template <class A>

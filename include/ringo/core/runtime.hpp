@@ -320,6 +320,7 @@ private:
             return nullptr;
         io_uring_sqe* s = get_sqe();
         s->user_data = 0;
+        unawaited_queued_ = true;
         return s;
     }
     void submit_or_throw(unsigned wait_nr, bool get_events) {
@@ -340,7 +341,8 @@ private:
     std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
     bool discard_ = false;
-    bool wants_events_; // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
+    bool unawaited_queued_ = false; // unawaited_sqe was used: block_on submits before it returns
+    bool wants_events_;             // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
     std::thread::id owner_thread_;
     std::uint64_t resumptions_ = 0;
     std::uint64_t cqes_ = 0;

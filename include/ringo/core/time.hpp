@@ -13,6 +13,7 @@ namespace detail {
 /// Awaiter of sleep_for / sleep_until: a TimerEntry in the awaiting frame; no kernel object.
 class SleepAwaiter : public Waitable {
 public:
+    static constexpr bool errno_result = true; // 0, -ECANCELED or -ENXIO
     explicit SleepAwaiter(std::uint64_t deadline_ns) noexcept {
         timer_.deadline = deadline_ns;
         timer_.fire = &on_fire;

@@ -37,6 +37,7 @@ inline void close_soon(int fd) noexcept {
 /// close(2) where there is no runtime or the kernel lacks IORING_OP_CLOSE.
 class [[nodiscard]] FdClose {
 public:
+    static constexpr bool errno_result = true; // 0 or -errno
     explicit FdClose(int fd) noexcept : fd_(fd), op_(fd) {}
     bool await_ready() noexcept {
         sync_ = fd_ < 0 || Runtime::current() == nullptr;

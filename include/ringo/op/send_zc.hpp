@@ -177,6 +177,7 @@ inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
 template <class Derived>
 class [[nodiscard]] ZcOp : public SqeFlags<Derived> {
 public:
+    static constexpr bool errno_result = true; // the kernel's result, as for every operation
     explicit ZcOp(ZcTracker& t) noexcept : tracker_(&t) {}
     bool await_ready() const noexcept { return false; }
     template <class P>

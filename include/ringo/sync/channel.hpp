@@ -110,6 +110,7 @@ public:
             }
             return suspend_slow(h, c);
         }
+        static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0, -EPIPE (closed) or -ECANCELED.
         int await_resume() noexcept { return this->wait_result(); }
 

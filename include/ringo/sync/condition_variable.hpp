@@ -68,6 +68,7 @@ public:
             registered();
             return true;
         }
+        static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 (notified) or -ECANCELED; the mutex is locked either way. -EPERM: it was not
         /// locked, nothing waited.
         int await_resume() noexcept { return wait_result(); }

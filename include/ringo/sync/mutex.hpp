@@ -67,6 +67,7 @@ public:
                                   "ringo: Mutex::lock would wait outside a runtime; use lock_blocking",
                                   [m]() noexcept { return !std::exchange(m->locked_, true); });
         }
+        static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 (locked), -ECANCELED (not locked), -EPIPE (the mutex was destroyed).
         int await_resume() noexcept { return wait_result(); }
 

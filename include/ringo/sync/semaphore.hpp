@@ -65,6 +65,7 @@ public:
                                       return true;
                                   });
         }
+        static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 (the permits are taken), -ECANCELED (none taken), -EINVAL (n > max_permits),
         /// -EPIPE (the semaphore was destroyed).
         int await_resume() noexcept { return wait_result(); }

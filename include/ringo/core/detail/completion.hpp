@@ -14,6 +14,9 @@ namespace ringo::detail {
 /// also the Waitable its task's cancellation context points at while the operation is in
 /// flight (cancel_fn submits ASYNC_CANCEL for it).
 struct OpState : Waitable {
+    // An operation's result is the kernel's: >= 0, or -errno, -ECANCELED when cancelled
+    // (with_timeout then yields -ETIME instead: see compose/traits.hpp ErrnoAwaitable).
+    static constexpr bool errno_result = true;
     std::coroutine_handle<> h;
     int res;                 // set by the completion (or by await_suspend on early errors)
     std::uint32_t cqe_flags; // set by the completion

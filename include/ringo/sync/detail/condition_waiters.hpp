@@ -34,6 +34,7 @@ public:
             return try_or_suspend(ctx_of_or_dummy(h), o->waiters_, h, Owner::wait_outside_runtime,
                                   [o]() noexcept { return o->ready_locked(); });
         }
+        static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 once the condition holds, -ECANCELED when the task was cancelled first, -EPIPE
         /// when the primitive was destroyed.
         int await_resume() noexcept { return wait_result(); }

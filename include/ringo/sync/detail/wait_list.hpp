@@ -74,6 +74,7 @@ struct ThreadParker {
 /// under it too, and may be read without it by the waiter's own thread (a waiter that a
 /// waker has taken out is never linked again, so "not linked" is final).
 struct SyncWaiter : Waitable {
+    static constexpr bool errno_result = true; // an int result is 0 or -errno (-ECANCELED)
     SyncWaiter* next;
     SyncWaiter* prev;
     std::coroutine_handle<> h;
