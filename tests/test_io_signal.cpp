@@ -80,6 +80,18 @@ std::thread send_later(pthread_t t, int sig, std::atomic<bool>* ready = nullptr)
     });
 }
 
+/// The same with kill(2), to the process, from a thread that blocks `sig` itself: the
+/// receiving set's thread is then the only one the signal can go to.
+std::thread kill_later(int sig, std::atomic<bool>* ready) {
+    return std::thread([sig, ready] {
+        ringo::block_signals({sig});
+        while (!ready->load())
+            std::this_thread::yield();
+        std::this_thread::sleep_for(20ms);
+        ::kill(::getpid(), sig);
+    });
+}
+
 class Signals : public ::testing::Test {
 protected:
     static constexpr int kCount = 3;
@@ -162,16 +174,8 @@ TEST_F(Signals, PthreadKillToTheRuntimeThreadWakesAWaitingNext) {
 }
 
 TEST_F(Signals, KillFromAnotherThreadWakesAWaitingNext) {
-    // The sender blocks the signal itself, so the process-directed signal has one thread to
-    // go to: the runtime's, through the set.
     std::atomic<bool> ready{false};
-    std::thread sender([&] {
-        ringo::block_signals({SIGUSR1});
-        while (!ready)
-            std::this_thread::yield();
-        std::this_thread::sleep_for(20ms);
-        ::kill(::getpid(), SIGUSR1);
-    });
+    std::thread sender = kill_later(SIGUSR1, &ready);
     int got = ringo::block_on([](std::atomic<bool>& ready) -> Task<int> {
         SignalSet s{SIGUSR1};
         ready = true;
@@ -219,13 +223,7 @@ TEST_F(Signals, UnderSqpollASignalToTheProcessArrives) {
     if (!(rt.setup_flags() & IORING_SETUP_SQPOLL))
         GTEST_SKIP() << "no SQPOLL here";
     std::atomic<bool> ready{false};
-    std::thread sender([&] {
-        ringo::block_signals({SIGUSR1});
-        while (!ready)
-            std::this_thread::yield();
-        std::this_thread::sleep_for(20ms);
-        ::kill(::getpid(), SIGUSR1);
-    });
+    std::thread sender = kill_later(SIGUSR1, &ready);
     int got = rt.block_on([](SignalSet& s, std::atomic<bool>& ready) -> Task<int> {
         ready = true;
         co_return co_await s.next();
