@@ -114,6 +114,22 @@ TEST(Fd, BlockOnSubmitsACloseQueuedByItsLastStep) {
     ::close(w);
 }
 
+TEST(Fd, OnAnSqpollRuntimeItClosesAtOnce) {
+    // A kernel thread takes SQEs there; a close it had not taken when the ring went would be
+    // lost, so the destructor closes with close(2).
+    int w;
+    int r = new_pipe_end(&w);
+    {
+        ringo::Runtime rt(ringo::RuntimeOptions{}.sqpoll());
+        rt.block_on([](int fd) -> Task<void> {
+            Fd f(fd);
+            co_return;
+        }(r));
+    }
+    EXPECT_FALSE(is_open(r));
+    ::close(w);
+}
+
 TEST(Fd, CloseYieldsTheResultAndLeavesItEmpty) {
     int w;
     int r = new_pipe_end(&w);

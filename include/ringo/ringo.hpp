@@ -7,6 +7,7 @@
 #include <ringo/uring/probe.hpp>
 #include <ringo/uring/ring.hpp>
 
+#include <ringo/core/blocking.hpp>
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/runtime.hpp>
@@ -57,5 +58,13 @@
 
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
+#include <ringo/io/signal.hpp>
 
+#include <ringo/net/address.hpp>
 #include <ringo/net/listener.hpp>
+
+#include <ringo/fs/aligned_buffer.hpp>
+#include <ringo/fs/error.hpp>
+#include <ringo/fs/file.hpp>
+#include <ringo/fs/metadata.hpp>
+#include <ringo/fs/path.hpp>

@@ -14,12 +14,15 @@ namespace ringo {
 
 /// Closes `fd` without waiting: through the ring of the runtime driving this thread (an
 /// IORING_OP_CLOSE that goes with the loop's next submission, no system call of its own), or
-/// with close(2) when there is none, it is shutting down, or its kernel lacks the opcode.
+/// with close(2) when there is none, it is shutting down, its kernel lacks the opcode, or its
+/// ring is polled by a kernel thread (SQPOLL: a close that thread has not taken yet when the
+/// ring goes would be lost).
 /// Never fails visibly (a close error has no one to report to, as in a destructor).
 inline void close_soon(int fd) noexcept {
     if (fd < 0)
         return;
-    if (Runtime* rt = Runtime::current(); rt && rt->supports(uring::compat::opcode::close)) {
+    if (Runtime* rt = Runtime::current(); rt && rt->supports(uring::compat::opcode::close) &&
+                                          !(rt->ring().setup_flags() & uring::compat::setup::sqpoll)) {
         try {
             if (io_uring_sqe* s = detail::RuntimeAccess::unawaited_sqe(*rt)) {
                 io_uring_prep_close(s, fd);
