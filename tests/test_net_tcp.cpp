@@ -1,0 +1,370 @@
+// net/tcp.hpp: TcpListener and TcpStream on loopback. An echo round trip over IPv4 and IPv6,
+// 1 MiB each way with read_exact/write_all, the errors a program meets (refused, address in
+// use, a peer that resets, a connect that times out, end of stream too early), accept's peer
+// address, close and shutdown, a task cancelled in read (no descriptor stays open), and the
+// echo server and client of docs/net.md.
+#include <ringo/net/tcp.hpp>
+#include <ringo/ringo.hpp>
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace std::chrono_literals;
+using ringo::Result;
+using ringo::Task;
+using ringo::net::Accepted;
+using ringo::net::SocketAddr;
+using ringo::net::TcpListener;
+using ringo::net::TcpStream;
+
+namespace {
+
+int open_fds() {
+    int n = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+        while (::readdir(d))
+            ++n;
+        ::closedir(d);
+    }
+    return n;
+}
+
+template <class T>
+T run(Task<T> t) {
+    ringo::Runtime rt;
+    return rt.block_on(std::move(t));
+}
+
+// Accepts one connection and echoes it until the peer shuts down its side.
+Task<void> echo_one(TcpListener& l) {
+    Result<Accepted> c = co_await l.accept();
+    if (!c)
+        co_return;
+    TcpStream s = std::move(c->stream);
+    char buf[4096];
+    for (;;) {
+        Result<std::size_t> n = co_await s.read(buf, sizeof buf);
+        if (!n || *n == 0)
+            break;
+        Result<void> w = co_await s.write_all(buf, *n);
+        if (!w)
+            break;
+    }
+}
+
+Task<std::string> echo_round_trip(SocketAddr where) {
+    Result<TcpListener> l = co_await TcpListener::bind(where);
+    if (!l)
+        co_return "bind: " + l.message();
+    Result<SocketAddr> at = l->local_addr();
+    EXPECT_TRUE(at.ok());
+    EXPECT_NE(at->port(), 0);
+    auto server = ringo::spawn(echo_one(*l));
+    Result<TcpStream> s = co_await TcpStream::connect(*at);
+    if (!s)
+        co_return "connect: " + s.message();
+    Result<void> w = co_await s->write_all(std::string_view("hello, ringo"));
+    EXPECT_TRUE(w.ok()) << w.message();
+    char buf[12];
+    Result<void> r = co_await s->read_exact(buf, sizeof buf);
+    EXPECT_TRUE(r.ok()) << r.message();
+    Result<void> sh = co_await s->shutdown(SHUT_WR);
+    EXPECT_TRUE(sh.ok());
+    Result<std::size_t> eof = co_await s->read(buf, sizeof buf); // the server ends: end of stream
+    EXPECT_TRUE(eof.ok());
+    EXPECT_EQ(eof.value_or(99), 0u);
+    co_await server;
+    co_return std::string(buf, sizeof buf);
+}
+
+TEST(Tcp, EchoRoundTripIPv4) {
+    std::string got = run(echo_round_trip(SocketAddr::v4_loopback(0)));
+    EXPECT_EQ(got, "hello, ringo");
+}
+
+TEST(Tcp, EchoRoundTripIPv6) {
+    int probe = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    SocketAddr a = SocketAddr::v6_loopback(0);
+    bool ok = probe >= 0 && ::bind(probe, a.data(), a.size()) == 0;
+    if (probe >= 0)
+        ::close(probe);
+    if (!ok)
+        GTEST_SKIP() << "no IPv6 loopback here";
+    std::string got = run(echo_round_trip(SocketAddr::v6_loopback(0)));
+    EXPECT_EQ(got, "hello, ringo");
+}
+
+TEST(Tcp, AcceptYieldsThePeerAddress) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0), {.backlog = 4});
+        EXPECT_TRUE(l.ok());
+        Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr());
+        EXPECT_TRUE(c.ok());
+        Result<Accepted> a = co_await l->accept();
+        EXPECT_TRUE(a.ok()) << a.message();
+        auto [stream, peer] = std::move(*a);
+        EXPECT_EQ(peer, *c->local_addr());
+        EXPECT_EQ(*stream.peer_addr(), *c->local_addr());
+        EXPECT_EQ(*stream.local_addr(), *l->local_addr());
+        EXPECT_EQ(*c->peer_addr(), *l->local_addr());
+        EXPECT_TRUE(peer.is_v4());
+        EXPECT_EQ(peer.ip_string(), "127.0.0.1");
+    }());
+}
+
+TEST(Tcp, OneMiBEachWay) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        EXPECT_TRUE(l.ok());
+        constexpr std::size_t size = 1 << 20;
+        std::vector<std::byte> out(size), back(size);
+        for (std::size_t i = 0; i < size; ++i)
+            out[i] = static_cast<std::byte>((i * 131) ^ (i >> 11));
+        auto server = ringo::spawn([](TcpListener& l) -> Task<bool> {
+            Result<Accepted> c = co_await l.accept();
+            if (!c)
+                co_return false;
+            std::vector<std::byte> buf(size);
+            Result<void> r = co_await c->stream.read_exact(buf);
+            if (!r)
+                co_return false;
+            Result<void> w = co_await c->stream.write_all(buf);
+            co_return w.ok();
+        }(*l));
+        Result<TcpStream> s = co_await TcpStream::connect(*l->local_addr());
+        EXPECT_TRUE(s.ok());
+        Result<void> w = co_await s->write_all(out);
+        EXPECT_TRUE(w.ok()) << w.message();
+        Result<void> r = co_await s->read_exact(back);
+        EXPECT_TRUE(r.ok()) << r.message();
+        bool served = co_await server;
+        EXPECT_TRUE(served);
+        EXPECT_TRUE(out == back);
+    }());
+}
+
+TEST(Tcp, ReadExactMeetsTheEndOfStream) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr());
+        Result<Accepted> a = co_await l->accept();
+        EXPECT_TRUE(a.ok());
+        Result<void> w = co_await c->write_all(std::string_view("abc"));
+        EXPECT_TRUE(w.ok());
+        Result<void> cl = co_await c->close();
+        EXPECT_TRUE(cl.ok());
+        char buf[8];
+        Result<void> r = co_await a->stream.read_exact(buf, sizeof buf);
+        EXPECT_EQ(r.error(), ringo::net::Error::unexpected_eof);
+        EXPECT_EQ(r.error(), std::errc::io_error);
+        EXPECT_EQ(std::string(buf, 3), "abc");
+    }());
+}
+
+TEST(Tcp, ConnectionRefused) {
+    run([]() -> Task<void> {
+        SocketAddr where;
+        {
+            Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+            where = *l->local_addr();
+            Result<void> c = co_await l->close();
+            EXPECT_TRUE(c.ok());
+        }
+        Result<TcpStream> s = co_await TcpStream::connect(where);
+        EXPECT_EQ(s.error(), std::errc::connection_refused);
+    }());
+}
+
+TEST(Tcp, AddressInUse) {
+    run([]() -> Task<void> {
+        Result<TcpListener> a = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        EXPECT_TRUE(a.ok());
+        Result<TcpListener> b = co_await TcpListener::bind(*a->local_addr());
+        EXPECT_EQ(b.error(), std::errc::address_in_use);
+        // Both with reuse_port: they share it.
+        Result<TcpListener> c = co_await TcpListener::bind(SocketAddr::v4_loopback(0), {.reuse_port = true});
+        EXPECT_TRUE(c.ok());
+        Result<TcpListener> d = co_await TcpListener::bind(*c->local_addr(), {.reuse_port = true});
+        EXPECT_TRUE(d.ok()) << d.message();
+    }());
+}
+
+TEST(Tcp, NotAnIpAddress) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr());
+        EXPECT_EQ(l.error(), std::errc::address_family_not_supported);
+        Result<TcpStream> s = co_await TcpStream::connect(*SocketAddr::unix_abstract("ringo-tcp-test"));
+        EXPECT_EQ(s.error(), std::errc::address_family_not_supported);
+    }());
+}
+
+TEST(Tcp, PeerResetMidTransfer) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr());
+        Result<Accepted> a = co_await l->accept();
+        EXPECT_TRUE(a.ok());
+        std::vector<std::byte> chunk(64 * 1024, std::byte{7});
+        Result<void> w = co_await c->write_all(chunk);
+        EXPECT_TRUE(w.ok());
+        char buf[1024];
+        Result<void> r = co_await a->stream.read_exact(buf, sizeof buf);
+        EXPECT_TRUE(r.ok());
+        linger lg{1, 0}; // close sends a reset
+        EXPECT_EQ(::setsockopt(a->stream.fd().get(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
+        Result<void> cl = co_await a->stream.close();
+        EXPECT_TRUE(cl.ok());
+        Result<std::size_t> n = co_await c->read(buf, sizeof buf);
+        EXPECT_EQ(n.error(), std::errc::connection_reset) << n.message();
+        // Writing now: EPIPE (MSG_NOSIGNAL: no SIGPIPE kills the test) or ECONNRESET.
+        Result<void> w2 = co_await c->write_all(chunk);
+        EXPECT_TRUE(w2.error() == std::errc::broken_pipe || w2.error() == std::errc::connection_reset) << w2.message();
+        Result<std::size_t> w3 = co_await c->write(std::string_view("x"));
+        EXPECT_TRUE(w3.error() == std::errc::broken_pipe || w3.error() == std::errc::connection_reset) << w3.message();
+    }());
+}
+
+TEST(Tcp, ConnectTimesOut) {
+    Result<TcpStream> s = run(TcpStream::connect(*SocketAddr::parse("10.255.255.1:81"), 50ms));
+    if (s.ok() || s.error() != std::errc::timed_out)
+        GTEST_SKIP() << "the network answered: " << s.message();
+    EXPECT_EQ(s.error(), std::errc::timed_out);
+}
+
+// A listener whose accept queue is full drops new SYNs: the next connect hangs until its
+// deadline (the same on any network).
+TEST(Tcp, ConnectTimesOutOnAFullAcceptQueue) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0), {.backlog = 0});
+        EXPECT_TRUE(l.ok());
+        std::vector<TcpStream> queued;
+        for (int i = 0; i < 8; ++i) {
+            auto t0 = std::chrono::steady_clock::now();
+            Result<TcpStream> s = co_await TcpStream::connect(*l->local_addr(), 50ms);
+            if (!s) {
+                EXPECT_EQ(s.error(), std::errc::timed_out) << s.message();
+                EXPECT_GE(std::chrono::steady_clock::now() - t0, 45ms);
+                EXPECT_GE(i, 1); // the queue held one at least
+                co_return;
+            }
+            queued.push_back(std::move(*s));
+        }
+        ADD_FAILURE() << "every connect went through";
+    }());
+}
+
+TEST(Tcp, ConnectWithTimeInHandSucceeds) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr(), 5s);
+        EXPECT_TRUE(c.ok()) << c.message();
+        Result<TcpStream> z = co_await TcpStream::connect(*l->local_addr(), 0ms);
+        EXPECT_EQ(z.error(), std::errc::timed_out);
+    }());
+}
+
+Task<void> connect_and_read(SocketAddr at, bool* reached) {
+    Result<TcpStream> s = co_await TcpStream::connect(at);
+    if (!s)
+        co_return;
+    char c;
+    *reached = true;
+    Result<std::size_t> n = co_await s->read(&c, 1); // nothing ever comes
+    (void)n;
+}
+
+TEST(Tcp, CancelledReadLeavesNoDescriptorOpen) {
+    int before = open_fds();
+    {
+        ringo::Runtime rt;
+        rt.block_on([]() -> Task<void> {
+            Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+            EXPECT_TRUE(l.ok());
+            for (int i = 0; i < 4; ++i) {
+                bool reached = false;
+                auto h = ringo::spawn(connect_and_read(*l->local_addr(), &reached));
+                Result<Accepted> a = co_await l->accept();
+                EXPECT_TRUE(a.ok());
+                while (!reached)
+                    co_await ringo::yield();
+                co_await ringo::yield();
+                h.cancel();
+                co_await h;
+            }
+        }());
+    }
+    EXPECT_EQ(open_fds(), before);
+}
+
+TEST(Tcp, CloseReportsAndWorksInACancelledTask) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr());
+        int fd = c->fd().get();
+        EXPECT_TRUE(c->is_open());
+        auto h = ringo::spawn([](TcpStream& s) -> Task<bool> {
+            co_await ringo::sleep_for(1h); // cancelled here
+            Result<void> r = co_await s.close();
+            co_return r.ok();
+        }(*c));
+        co_await ringo::yield();
+        h.cancel();
+        bool closed = co_await h;
+        EXPECT_TRUE(closed);
+        EXPECT_FALSE(c->is_open());
+        EXPECT_LT(::fcntl(fd, F_GETFD), 0);
+        Result<void> again = co_await c->close();
+        EXPECT_EQ(again.error(), std::errc::bad_file_descriptor);
+        Result<std::size_t> n = co_await c->write(std::string_view("x"));
+        EXPECT_EQ(n.error(), std::errc::bad_file_descriptor);
+        Result<void> lc = co_await l->close();
+        EXPECT_TRUE(lc.ok());
+    }());
+}
+
+TEST(Tcp, NoDelay) {
+    run([]() -> Task<void> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr());
+        EXPECT_EQ(c->nodelay().value_or(true), false);
+        EXPECT_TRUE(c->set_nodelay(true).ok());
+        EXPECT_EQ(c->nodelay().value_or(false), true);
+        EXPECT_TRUE(c->set_nodelay(false).ok());
+        EXPECT_EQ(c->nodelay().value_or(true), false);
+        TcpStream none;
+        EXPECT_EQ(none.set_nodelay(true).error(), std::errc::bad_file_descriptor);
+        EXPECT_EQ(none.peer_addr().error(), std::errc::bad_file_descriptor);
+    }());
+}
+
+TEST(Tcp, CancelledAcceptAndClosedListener) {
+    int before = open_fds();
+    {
+        ringo::Runtime rt;
+        rt.block_on([]() -> Task<void> {
+            Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+            auto h = ringo::spawn([](TcpListener& l) -> Task<bool> {
+                Result<Accepted> a = co_await l.accept();
+                co_return a.error() == std::errc::operation_canceled;
+            }(*l));
+            co_await ringo::yield();
+            h.cancel();
+            bool cancelled = co_await h;
+            EXPECT_TRUE(cancelled);
+        }());
+    }
+    EXPECT_EQ(open_fds(), before);
+}
+
+} // namespace
