@@ -16,8 +16,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -365,6 +367,88 @@ TEST(Tcp, CancelledAcceptAndClosedListener) {
         }());
     }
     EXPECT_EQ(open_fds(), before);
+}
+
+// --- docs/net.md, "TCP": the echo server and client, as they stand there -------------------
+namespace docs_example {
+using ringo::net::Accepted;
+using ringo::net::SocketAddr;
+using ringo::net::TcpListener;
+using ringo::net::TcpStream;
+
+// Echoes one connection until the peer shuts down its side.
+Task<void> echo(TcpStream conn) {
+    char buf[4096];
+    for (;;) {
+        Result<std::size_t> n = co_await conn.read(buf, sizeof buf);
+        if (!n || *n == 0) // an error, or the end of the stream
+            break;
+        Result<void> w = co_await conn.write_all(buf, *n);
+        if (!w)
+            break;
+    }
+} // conn is closed here
+
+// Accepts until its task is cancelled: one task per connection.
+Task<void> serve(TcpListener& listener) {
+    for (;;) {
+        Result<Accepted> c = co_await listener.accept();
+        if (!c) {
+            if (c.error() == std::errc::operation_canceled)
+                co_return;
+            co_await ringo::sleep_for(10ms); // out of descriptors (EMFILE), ...: try again soon
+            continue;
+        }
+        ringo::spawn(echo(std::move(c->stream))).detach();
+    }
+}
+
+// Sends `msg` and reads as many bytes back.
+Task<Result<std::string>> ask(SocketAddr server, std::string_view msg) {
+    Result<TcpStream> s = co_await TcpStream::connect(server, 5s); // std::errc::timed_out after 5 s
+    if (!s)
+        co_return s.error();
+    Result<void> w = co_await s->write_all(msg);
+    if (!w)
+        co_return w.error();
+    std::string reply(msg.size(), '\0');
+    Result<void> r = co_await s->read_exact(reply.data(), reply.size());
+    if (!r)
+        co_return r.error(); // net::Error::unexpected_eof: the server hung up
+    co_return reply;
+}
+
+// int main() { ringo::Runtime rt; return rt.block_on(demo()); }
+Task<int> demo() {
+    Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0)); // port 0: any free port
+    if (!l) {
+        std::fprintf(stderr, "bind: %s\n", l.message().c_str());
+        co_return 1;
+    }
+    SocketAddr at = l->local_addr().value(); // 127.0.0.1 and the port the kernel chose
+    auto server = ringo::spawn(serve(*l));
+    Result<std::string> reply = co_await ask(at, "hello");
+    std::printf("%s\n", reply ? reply->c_str() : reply.message().c_str());
+    server.cancel(); // stops accepting; the listener closes with l
+    co_await server;
+    co_return reply ? 0 : 1;
+}
+
+} // namespace docs_example
+
+TEST(TcpDocs, EchoExampleRuns) {
+    ringo::Runtime rt;
+    int rc = rt.block_on(docs_example::demo());
+    EXPECT_EQ(rc, 0);
+    Result<std::string> r = rt.block_on([]() -> Task<Result<std::string>> {
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        auto server = ringo::spawn(docs_example::serve(*l));
+        Result<std::string> reply = co_await docs_example::ask(*l->local_addr(), "ringo over tcp");
+        server.cancel();
+        co_await server;
+        co_return reply;
+    }());
+    EXPECT_EQ(r.value_or("(error)"), "ringo over tcp");
 }
 
 } // namespace
