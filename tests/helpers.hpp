@@ -2,6 +2,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,6 +12,18 @@
 #include <string>
 
 namespace ringo_test {
+
+/// How many descriptors this process has open (the entries of /proc/self/fd, counted the
+/// same way every time): equal before and after means nothing leaked.
+inline int open_fds() {
+    int n = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+        while (::readdir(d))
+            ++n;
+        ::closedir(d);
+    }
+    return n;
+}
 
 /// A fresh directory under TMPDIR, removed with everything in it.
 class TempDir {

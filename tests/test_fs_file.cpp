@@ -65,15 +65,7 @@ using ringo::fs::OpenOptions;
 namespace fs = ringo::fs;
 namespace op = ringo::op;
 
-int open_fds() {
-    int n = 0;
-    if (DIR* d = ::opendir("/proc/self/fd")) {
-        while (::readdir(d))
-            ++n;
-        ::closedir(d);
-    }
-    return n;
-}
+using ringo_test::open_fds;
 
 std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

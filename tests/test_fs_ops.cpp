@@ -36,15 +36,7 @@ using ringo::Task;
 using ringo::fs::File;
 namespace fs = ringo::fs;
 
-int open_fds() {
-    int n = 0;
-    if (DIR* d = ::opendir("/proc/self/fd")) {
-        while (::readdir(d))
-            ++n;
-        ::closedir(d);
-    }
-    return n;
-}
+using ringo_test::open_fds;
 
 std::string slurp(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

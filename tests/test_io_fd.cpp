@@ -16,6 +16,8 @@
 #include <thread>
 #include <utility>
 
+#include "helpers.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -25,15 +27,7 @@ namespace op = ringo::op;
 
 bool is_open(int fd) { return fd >= 0 && ::fcntl(fd, F_GETFD) >= 0; }
 
-int open_fds() {
-    int n = 0;
-    if (DIR* d = ::opendir("/proc/self/fd")) {
-        while (::readdir(d))
-            ++n;
-        ::closedir(d);
-    }
-    return n;
-}
+using ringo_test::open_fds;
 
 int new_pipe_end(int* other) {
     int p[2];

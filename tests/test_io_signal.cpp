@@ -35,21 +35,15 @@
 #include <thread>
 #include <vector>
 
+#include "helpers.hpp"
+
 namespace {
 
 using namespace std::chrono_literals;
 using ringo::SignalSet;
 using ringo::Task;
 
-int open_fds() {
-    int n = 0;
-    if (DIR* d = ::opendir("/proc/self/fd")) {
-        while (::readdir(d))
-            ++n;
-        ::closedir(d);
-    }
-    return n;
-}
+using ringo_test::open_fds;
 
 sigset_t current_mask() {
     sigset_t m;
