@@ -14,13 +14,43 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
+
+// Counts every global operator new (not under TSan, whose runtime defines its own).
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RINGO_TEST_NO_NEW_COUNT 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define RINGO_TEST_NO_NEW_COUNT 1
+#endif
+
+namespace {
+std::atomic<long> g_allocs{0};
+}
+#ifndef RINGO_TEST_NO_NEW_COUNT
+void* operator new(std::size_t n) {
+    ++g_allocs;
+    if (void* p = std::malloc(n ? n : 1))
+        return p;
+    throw std::bad_alloc();
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete" // free() of what this operator new took from malloc
+#endif
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 using namespace std::chrono_literals;
 using ringo::Result;
@@ -367,6 +397,71 @@ TEST(Tcp, CancelledAcceptAndClosedListener) {
         }());
     }
     EXPECT_EQ(open_fds(), before);
+}
+
+// What each call allocates: read, write and accept nothing at all (no frame, no heap); the
+// looping calls one frame from ringo's frame pool each (no heap allocation once it is warm).
+TEST(Tcp, AllocationsPerCall) {
+#ifdef RINGO_TEST_NO_NEW_COUNT
+    GTEST_SKIP() << "operator new is not counted under TSan";
+#endif
+    struct Counts {
+        long single_heap = -1, accept_heap = -1, loop_heap = -1;
+        std::uint64_t single_frames = 1, accept_frames = 1, loop_frames = 0;
+    };
+    Counts c = run([]() -> Task<Counts> {
+        Counts c;
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        SocketAddr at = *l->local_addr();
+        Result<TcpStream> a = co_await TcpStream::connect(at);
+        Result<Accepted> b = co_await l->accept();
+        char buf[64] = {};
+        Result<void> warm = co_await a->write_all(buf, 16); // warm up the pool
+        EXPECT_TRUE(warm.ok());
+        warm = co_await b->stream.read_exact(buf, 16);
+        EXPECT_TRUE(warm.ok());
+        long h0 = g_allocs.load();
+        std::uint64_t f0 = ringo::detail::t_frames_allocated;
+        for (int i = 0; i < 200; ++i) {
+            Result<std::size_t> w = co_await a->write(buf, 16);
+            Result<std::size_t> r = co_await b->stream.read(buf, sizeof buf);
+            EXPECT_EQ(w.value_or(0), 16u);
+            EXPECT_EQ(r.value_or(0), 16u);
+        }
+        c.single_heap = g_allocs.load() - h0;
+        c.single_frames = ringo::detail::t_frames_allocated - f0;
+        int raw[50];
+        for (int& fd : raw) { // queued connections, made with plain system calls
+            fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            EXPECT_EQ(::connect(fd, at.data(), at.size()), 0);
+        }
+        h0 = g_allocs.load();
+        f0 = ringo::detail::t_frames_allocated;
+        for (int i = 0; i < 50; ++i) {
+            Result<Accepted> x = co_await l->accept();
+            EXPECT_TRUE(x.ok());
+        }
+        c.accept_heap = g_allocs.load() - h0;
+        c.accept_frames = ringo::detail::t_frames_allocated - f0;
+        for (int fd : raw)
+            ::close(fd);
+        h0 = g_allocs.load();
+        f0 = ringo::detail::t_frames_allocated;
+        for (int i = 0; i < 200; ++i) {
+            Result<void> w = co_await a->write_all(buf, 16);
+            Result<void> r = co_await b->stream.read_exact(buf, 16);
+            EXPECT_TRUE(w.ok() && r.ok());
+        }
+        c.loop_heap = g_allocs.load() - h0;
+        c.loop_frames = ringo::detail::t_frames_allocated - f0;
+        co_return c;
+    }());
+    EXPECT_EQ(c.single_heap, 0);
+    EXPECT_EQ(c.single_frames, 0u);
+    EXPECT_EQ(c.accept_heap, 0);
+    EXPECT_EQ(c.accept_frames, 0u);
+    EXPECT_EQ(c.loop_frames, 400u);
+    EXPECT_EQ(c.loop_heap, ringo::detail::frame_pool_enabled ? 0 : 400);
 }
 
 // --- docs/net.md, "TCP": the echo server and client, as they stand there -------------------
