@@ -192,7 +192,7 @@ TEST(Tcp, ReadExactMeetsTheEndOfStream) {
         Result<TcpStream> c = co_await TcpStream::connect(*l->local_addr());
         Result<Accepted> a = co_await l->accept();
         EXPECT_TRUE(a.ok());
-        Result<void> w = co_await c->write_all(std::string_view("abc"));
+        Result<void> w = co_await c->write_all(std::string("abc")); // a temporary lives through the await
         EXPECT_TRUE(w.ok());
         Result<void> cl = co_await c->close();
         EXPECT_TRUE(cl.ok());

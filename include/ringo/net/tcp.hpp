@@ -213,8 +213,9 @@ public:
         co_return Result<void>{};
     }
     Task<Result<void>> write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
-    /// The string's bytes must stay valid until the await ends (a temporary std::string
-    /// passed here dies before the Task runs: pass one that lives on).
+    /// The string's bytes must stay valid until the await ends: a temporary std::string is
+    /// fine in `co_await s.write_all(std::string(...))` (it lives to the end of that
+    /// statement), not in a Task kept to be awaited later.
     Task<Result<void>> write_all(std::string_view s) { return write_all(s.data(), s.size()); }
 
     /// shutdown(2) as IORING_OP_SHUTDOWN: SHUT_WR sends the end of stream (the peer's read
