@@ -209,7 +209,7 @@ TEST(FsFile, ReadExactAtFillsOrReportsUnexpectedEof) {
     EXPECT_EQ(r.second.error(), fs::Error::unexpected_eof);
     EXPECT_EQ(r.second.error().category(), fs::error_category());
     EXPECT_EQ(r.second.error(), std::errc::io_error); // what code that knows only std::errc sees
-    EXPECT_EQ(r.second.message(), "unexpected end of file");
+    EXPECT_EQ(r.second.message(), "unexpected end of data");
     EXPECT_EQ(make_error_code(fs::Error::write_zero).message(), "write moved no bytes");
 }
 

@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "helpers.hpp"
+
 // Counts every global operator new (not under TSan, whose runtime defines its own).
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -62,15 +64,7 @@ using ringo::net::TcpStream;
 
 namespace {
 
-int open_fds() {
-    int n = 0;
-    if (DIR* d = ::opendir("/proc/self/fd")) {
-        while (::readdir(d))
-            ++n;
-        ::closedir(d);
-    }
-    return n;
-}
+using ringo_test::open_fds;
 
 template <class T>
 T run(Task<T> t) {

@@ -56,12 +56,15 @@
 #include <ringo/sync/semaphore.hpp>
 #include <ringo/sync/wait_group.hpp>
 
+#include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/io/signal.hpp>
 
 #include <ringo/net/address.hpp>
+#include <ringo/net/error.hpp>
 #include <ringo/net/listener.hpp>
+#include <ringo/net/tcp.hpp>
 
 #include <ringo/fs/aligned_buffer.hpp>
 #include <ringo/fs/error.hpp>

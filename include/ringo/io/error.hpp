@@ -1,0 +1,51 @@
+// ringo/io/error.hpp - the errors of ringo's I/O layer that are not a kernel's errno.
+#pragma once
+
+#include <string>
+#include <system_error>
+#include <type_traits>
+
+namespace ringo {
+
+/// What a loop over reads or writes reports when the kernel itself reported no error: a read
+/// that met the end of the file or stream before the buffer was full (fs::File::read_exact_at,
+/// net::TcpStream::read_exact), a write that moved nothing (write_all_at, write_all). Every
+/// other error of the I/O layer is the kernel's errno in std::system_category(). fs::Error and
+/// net::Error name this same type.
+enum class IoError {
+    unexpected_eof = 1, ///< "unexpected end of data": it ended before the buffer was full
+    write_zero = 2,     ///< "write moved no bytes": a write returned 0 for a non-empty buffer
+};
+
+namespace detail {
+class IoErrorCategory final : public std::error_category {
+public:
+    const char* name() const noexcept override { return "ringo"; }
+    std::string message(int e) const override {
+        switch (static_cast<IoError>(e)) {
+        case IoError::unexpected_eof: return "unexpected end of data";
+        case IoError::write_zero: return "write moved no bytes";
+        }
+        return "unknown ringo error";
+    }
+    // Both are input/output errors to code that only knows std::errc.
+    std::error_condition default_error_condition(int) const noexcept override {
+        return std::make_error_condition(std::errc::io_error);
+    }
+};
+} // namespace detail
+
+/// The category of IoError (one object in the program: an inline function's static).
+[[nodiscard]] inline const std::error_category& io_error_category() noexcept {
+    static const detail::IoErrorCategory c;
+    return c;
+}
+
+[[nodiscard]] inline std::error_code make_error_code(IoError e) noexcept {
+    return {static_cast<int>(e), io_error_category()};
+}
+
+} // namespace ringo
+
+template <>
+struct std::is_error_code_enum<ringo::IoError> : std::true_type {};
