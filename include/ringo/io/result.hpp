@@ -149,12 +149,16 @@ private:
 };
 
 /// Result<T> of a kernel result that is a count or value on success: `r` itself (converted
-/// to T) when `r` >= 0, else the error `-r`.
+/// to T) when `r` >= 0, else the error `-r`; for T = void, success or that error.
 template <class T>
 [[nodiscard]] Result<T> result_of(int r) noexcept {
-    if (r < 0)
-        return errno_code(r);
-    return static_cast<T>(r);
+    if constexpr (std::is_void_v<T>) {
+        return Result<void>::from_res(r);
+    } else {
+        if (r < 0)
+            return errno_code(r);
+        return static_cast<T>(r);
+    }
 }
 
 } // namespace ringo

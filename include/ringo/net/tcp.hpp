@@ -16,6 +16,7 @@
 
 #include <ringo/compose/timeout.hpp>
 #include <ringo/core/task.hpp>
+#include <ringo/io/detail/result_op.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
@@ -36,30 +37,7 @@ class TcpListener;
 
 namespace detail {
 
-/// Operation `O` awaited as it is (same SQE, same await path), its int result turned into
-/// Result<T>: the count for T = std::size_t, success for void. Holds the operation rather
-/// than deriving from it, so the composition layer sees an awaitable yielding a Result.
-template <class O, class T>
-class [[nodiscard]] ResultOp {
-public:
-    template <class... A>
-    explicit ResultOp(A&&... a) noexcept : op_(std::forward<A>(a)...) {}
-    bool await_ready() const noexcept { return false; }
-    template <class P>
-    [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) {
-        return op_.await_suspend(h);
-    }
-    Result<T> await_resume() noexcept {
-        int r = op_.await_resume();
-        if constexpr (std::is_void_v<T>)
-            return Result<void>::from_res(r);
-        else
-            return result_of<T>(r);
-    }
-
-private:
-    O op_;
-};
+using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result<T>
 
 /// What close() returns: Fd::close (a release operation: it runs in a cancelled task too, and
 /// is not interrupted), its result as a Result<void>.

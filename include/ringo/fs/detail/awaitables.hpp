@@ -12,39 +12,13 @@
 #include <utility>
 
 #include <ringo/fs/metadata.hpp>
+#include <ringo/io/detail/result_op.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/op/path.hpp>
 
 namespace ringo::fs::detail {
 
-/// A Result<T> from a kernel result: the count for T = std::size_t, success for void.
-template <class T>
-Result<T> to_result(int r) noexcept {
-    if constexpr (std::is_void_v<T>)
-        return Result<void>::from_res(r);
-    else
-        return result_of<T>(r);
-}
-
-/// Operation `O` awaited as it is (same SQE, same await path: nothing is added but the
-/// conversion of its result), yielding Result<T>. It holds the operation rather than deriving
-/// from it, so the composition layer treats it as an awaitable yielding a Result (when_all
-/// runs it as a branch) rather than as a bare operation yielding an int.
-template <class O, class T>
-class [[nodiscard]] ResultOp {
-public:
-    template <class... A>
-    explicit ResultOp(A&&... a) noexcept : op_(std::forward<A>(a)...) {}
-    bool await_ready() const noexcept { return false; }
-    template <class P>
-    [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) {
-        return op_.await_suspend(h);
-    }
-    Result<T> await_resume() noexcept { return to_result<T>(op_.await_resume()); }
-
-private:
-    O op_;
-};
+using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result<T>
 
 /// What a statx yields: the Metadata, the size, or whether the path exists.
 struct YieldMetadata {
