@@ -1,0 +1,179 @@
+// ringo/net/detail/socket.hpp - what every socket type of ringo::net shares: the owned
+// descriptor, close, local address, and the Tasks that open, bind and connect a socket.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <coroutine>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include <ringo/compose/timeout.hpp>
+#include <ringo/core/task.hpp>
+#include <ringo/io/detail/result_op.hpp>
+#include <ringo/io/fd.hpp>
+#include <ringo/io/result.hpp>
+#include <ringo/net/address.hpp>
+#include <ringo/op/socket.hpp>
+
+namespace ringo::net {
+
+/// How a listening socket is set up: `TcpListener::bind(addr, {.backlog = 128})`.
+struct ListenOptions {
+    int backlog = 1024;      ///< listen(2)'s backlog (the kernel caps it at net.core.somaxconn)
+    bool reuse_addr = true;  ///< SO_REUSEADDR: bind a port whose old connections are still in TIME_WAIT
+    bool reuse_port = false; ///< SO_REUSEPORT: several listeners (with it set on each) share the port
+};
+
+namespace detail {
+
+using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result<T>
+
+/// What close() returns: Fd::close (a release operation: it runs in a cancelled task too, and
+/// is not interrupted), its result as a Result<void>.
+class [[nodiscard]] CloseAwait {
+public:
+    explicit CloseAwait(int fd) noexcept : close_(fd) {}
+    bool await_ready() noexcept { return close_.await_ready(); }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        return close_.await_suspend(h);
+    }
+    Result<void> await_resume() noexcept { return Result<void>::from_res(close_.await_resume()); }
+
+private:
+    FdClose close_;
+};
+
+/// A new socket (`type` | SOCK_CLOEXEC): IORING_OP_SOCKET, or socket(2) on a kernel before
+/// 5.19. The descriptor or -errno.
+inline Task<int> open_socket(int family, int type, int protocol) {
+    int s = co_await op::socket(family, type | SOCK_CLOEXEC, protocol);
+    if (s == -EOPNOTSUPP) { // the probe lacks IORING_OP_SOCKET
+        s = ::socket(family, type | SOCK_CLOEXEC, protocol);
+        if (s < 0)
+            s = -errno;
+    }
+    co_return s;
+}
+
+inline bool is_ip(const SocketAddr& a) noexcept { return a.is_v4() || a.is_v6(); }
+
+inline Result<SocketAddr> sock_name(int fd, bool peer) noexcept {
+    SocketAddr a;
+    int r = peer ? ::getpeername(fd, a.data(), a.out_size()) : ::getsockname(fd, a.data(), a.out_size());
+    if (r != 0)
+        return errno_code(errno);
+    return a;
+}
+
+/// A boolean socket option (SO_BROADCAST, TCP_NODELAY ...): set it, or read it.
+inline Result<void> set_flag(int fd, int level, int name, bool on) noexcept {
+    int v = on ? 1 : 0;
+    if (::setsockopt(fd, level, name, &v, sizeof v) != 0)
+        return errno_code(errno);
+    return {};
+}
+inline Result<bool> get_flag(int fd, int level, int name) noexcept {
+    int v = 0;
+    socklen_t len = sizeof v;
+    if (::getsockopt(fd, level, name, &v, &len) != 0)
+        return errno_code(errno);
+    return v != 0;
+}
+
+/// What the socket types of ringo::net have in common: an owned descriptor (an Fd, closed
+/// when the object goes, on every path), close, local_addr and access to the descriptor.
+class SocketBase {
+public:
+    /// This end's address (getsockname).
+    [[nodiscard]] Result<SocketAddr> local_addr() const noexcept { return sock_name(fd_.get(), false); }
+
+    /// Closes it now and reports the close's error (the destructor cannot); EBADF when it
+    /// owned none. Runs in a cancelled task too. Afterwards every operation yields EBADF.
+    CloseAwait close() noexcept { return CloseAwait(fd_.release()); }
+
+    /// The owned descriptor (to pass to an op::).
+    [[nodiscard]] const Fd& fd() const noexcept { return fd_; }
+    /// Takes the descriptor out: the caller owns it, and the socket is closed.
+    [[nodiscard]] Fd take_fd() noexcept { return std::move(fd_); }
+    [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+    explicit operator bool() const noexcept { return fd_.valid(); }
+
+protected:
+    SocketBase() noexcept = default;
+    explicit SocketBase(Fd fd) noexcept : fd_(std::move(fd)) {}
+
+    Fd fd_;
+};
+
+/// The plain parts of setting up a socket (what follows `socket` when bind_as makes one).
+struct BindSpec {
+    int type;            // SOCK_STREAM, SOCK_DGRAM
+    int protocol;        // IPPROTO_TCP, IPPROTO_UDP, 0
+    ListenOptions opts;  // reuse_addr, reuse_port, backlog
+    bool listen = false; // listen(opts.backlog) after bind
+};
+
+/// A socket of `addr`'s family as `spec` says, bound to `addr` (and listening), as an S
+/// (constructed from the Fd). EAFNOSUPPORT when `family_ok` is false. One frame per call.
+template <class S>
+Task<Result<S>> bind_as(SocketAddr addr, bool family_ok, BindSpec spec) {
+    if (!family_ok)
+        co_return std::make_error_code(std::errc::address_family_not_supported);
+    int s = co_await open_socket(addr.family(), spec.type, spec.protocol);
+    if (s < 0)
+        co_return errno_code(s);
+    Fd fd(s);
+    int one = 1;
+    if (spec.opts.reuse_addr && ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        co_return errno_code(errno);
+    if (spec.opts.reuse_port && ::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+        co_return errno_code(errno);
+    int r = co_await op::bind(fd, addr.data(), addr.size());
+    if (r == 0 && spec.listen)
+        r = co_await op::listen(fd, spec.opts.backlog);
+    if (r < 0)
+        co_return errno_code(r);
+    co_return S(std::move(fd));
+}
+
+/// A new socket of `addr`'s family and `type` connected to `addr` (IORING_OP_CONNECT), as an
+/// S; with a `timeout`, the connect is cancelled after it (std::errc::timed_out). One frame
+/// per call.
+template <class S>
+Task<Result<S>> connect_as(SocketAddr addr, bool family_ok, int type, int protocol,
+                           std::optional<std::chrono::nanoseconds> timeout) {
+    if (!family_ok)
+        co_return std::make_error_code(std::errc::address_family_not_supported);
+    int s = co_await open_socket(addr.family(), type, protocol);
+    if (s < 0)
+        co_return errno_code(s);
+    Fd fd(s);
+    int r;
+    if (timeout) {
+        r = co_await with_timeout(op::connect(fd, addr.data(), addr.size()), *timeout);
+        if (r == -ETIME)
+            co_return std::make_error_code(std::errc::timed_out);
+    } else {
+        r = co_await op::connect(fd, addr.data(), addr.size());
+    }
+    if (r < 0)
+        co_return errno_code(r);
+    co_return S(std::move(fd));
+}
+
+/// Two connected Unix-domain sockets of `type` (socketpair(2), SOCK_CLOEXEC) as S objects.
+template <class S>
+Result<std::pair<S, S>> socket_pair(int type) noexcept {
+    int sv[2];
+    if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) != 0)
+        return errno_code(errno);
+    return std::pair<S, S>(S(Fd(sv[0])), S(Fd(sv[1])));
+}
+
+} // namespace detail
+} // namespace ringo::net

@@ -1,0 +1,156 @@
+// ringo/net/detail/stream.hpp - what TCP and Unix-domain stream sockets share: a connected
+// stream's operations (StreamSocket), accept and its peer address (ListenerSocket).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include <ringo/core/task.hpp>
+#include <ringo/io/fd.hpp>
+#include <ringo/io/result.hpp>
+#include <ringo/net/address.hpp>
+#include <ringo/net/detail/socket.hpp>
+#include <ringo/net/error.hpp>
+#include <ringo/op/socket.hpp>
+
+namespace ringo::net {
+
+/// What a listener's accept yields: the connection and the peer's address
+/// (`auto [stream, peer] = std::move(*r);`). net::Accepted for TCP, net::UnixAccepted for
+/// Unix-domain streams.
+template <class Stream>
+struct BasicAccepted {
+    Stream stream;
+    SocketAddr peer;
+};
+
+namespace detail {
+
+using RecvAwait = ResultOp<op::Recv, std::size_t>;
+using SendAwait = ResultOp<op::Send, std::size_t>;
+using ShutdownAwait = ResultOp<op::Shutdown, void>;
+
+/// A connected stream socket (TcpStream, UnixStream): read, write, read_exact, write_all,
+/// shutdown, peer_addr, and SocketBase's close, local_addr and descriptor access.
+///
+/// read, write and shutdown are one io_uring operation awaited directly (no coroutine frame,
+/// no allocation); close is Fd::close, awaited directly. read_exact and write_all are Tasks:
+/// one frame from ringo's frame pool per call, a loop of operations inside. Sends use
+/// MSG_NOSIGNAL: a peer that has gone is EPIPE (or ECONNRESET), never SIGPIPE. In a cancelled
+/// task every operation yields ECANCELED without being submitted, except close(), which
+/// always closes. Buffers and the socket must stay valid until the await ends.
+class StreamSocket : public SocketBase {
+public:
+    /// Receives up to `len` bytes: the count, 0 when the peer has shut down its side (end of
+    /// stream), or the error (ECONNRESET when the peer reset the connection). One IORING_OP_RECV.
+    RecvAwait read(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(fd_), buf, len, 0); }
+    RecvAwait read(std::span<std::byte> buf) noexcept { return read(buf.data(), buf.size()); }
+
+    /// Sends up to `len` bytes: the count sent, which may be short. One IORING_OP_SEND
+    /// (MSG_NOSIGNAL).
+    SendAwait write(const void* buf, std::size_t len) noexcept {
+        return SendAwait(op::FileRef(fd_), buf, len, MSG_NOSIGNAL);
+    }
+    SendAwait write(std::span<const std::byte> buf) noexcept { return write(buf.data(), buf.size()); }
+    SendAwait write(std::string_view s) noexcept { return write(s.data(), s.size()); }
+
+    /// Fills `buf`, receiving again after short receives. The end of the stream first is
+    /// net::Error::unexpected_eof (the bytes received so far are in `buf`).
+    Task<Result<void>> read_exact(void* buf, std::size_t len) {
+        auto* p = static_cast<std::byte*>(buf);
+        std::size_t done = 0;
+        while (done < len) {
+            int r = co_await op::recv(fd_, p + done, len - done, 0);
+            if (r < 0)
+                co_return errno_code(r);
+            if (r == 0)
+                co_return make_error_code(Error::unexpected_eof);
+            done += static_cast<std::size_t>(r);
+        }
+        co_return Result<void>{};
+    }
+    Task<Result<void>> read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
+
+    /// Sends all of `buf`, sending again after short sends (MSG_NOSIGNAL). A send that moves
+    /// nothing is net::Error::write_zero; a peer that has gone is EPIPE or ECONNRESET.
+    Task<Result<void>> write_all(const void* buf, std::size_t len) {
+        const auto* p = static_cast<const std::byte*>(buf);
+        std::size_t done = 0;
+        while (done < len) {
+            int r = co_await op::send(fd_, p + done, len - done, MSG_NOSIGNAL);
+            if (r < 0)
+                co_return errno_code(r);
+            if (r == 0)
+                co_return make_error_code(Error::write_zero);
+            done += static_cast<std::size_t>(r);
+        }
+        co_return Result<void>{};
+    }
+    Task<Result<void>> write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
+    /// The string's bytes must stay valid until the await ends: a temporary std::string is
+    /// fine in `co_await s.write_all(std::string(...))` (it lives to the end of that
+    /// statement), not in a Task kept to be awaited later.
+    Task<Result<void>> write_all(std::string_view s) { return write_all(s.data(), s.size()); }
+
+    /// shutdown(2) as IORING_OP_SHUTDOWN: SHUT_WR sends the end of stream (the peer's read
+    /// yields 0) and keeps receiving; SHUT_RD, SHUT_RDWR.
+    ShutdownAwait shutdown(int how) noexcept { return ShutdownAwait(op::FileRef(fd_), how); }
+
+    /// The peer's address (getpeername; ENOTCONN once the connection is gone).
+    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(fd_.get(), true); }
+
+protected:
+    StreamSocket() noexcept = default;
+    explicit StreamSocket(Fd fd) noexcept : SocketBase(std::move(fd)) {}
+};
+
+/// One IORING_OP_ACCEPT (SOCK_CLOEXEC) whose peer address lives in the awaitable (in the
+/// awaiting frame: no allocation), yielding the connection as a Stream. Neither copied nor
+/// moved: the kernel writes into it.
+template <class Stream>
+class [[nodiscard]] AcceptAwait {
+public:
+    explicit AcceptAwait(op::FileRef fd) noexcept : op_(fd, nullptr, nullptr, SOCK_CLOEXEC) {}
+    AcceptAwait(const AcceptAwait&) = delete;
+    AcceptAwait& operator=(const AcceptAwait&) = delete;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        op_.addr_ = peer_.data();
+        op_.len_ = peer_.out_size();
+        return op_.await_suspend(h);
+    }
+    Result<BasicAccepted<Stream>> await_resume() noexcept {
+        int r = op_.await_resume();
+        if (r < 0)
+            return errno_code(r);
+        return BasicAccepted<Stream>{Stream(Fd(r)), peer_};
+    }
+
+private:
+    SocketAddr peer_;
+    op::Accept op_;
+};
+
+/// A listening socket whose connections are Streams (TcpListener, UnixListener): accept and SocketBase's close,
+/// local_addr and descriptor access.
+template <class Stream>
+class ListenerSocket : public SocketBase {
+public:
+    /// Waits for the next connection: the stream (SOCK_CLOEXEC) and the peer's address. One
+    /// IORING_OP_ACCEPT, awaited directly (no frame, no allocation). EMFILE/ENFILE when out of
+    /// descriptors (the connection stays queued).
+    AcceptAwait<Stream> accept() noexcept { return AcceptAwait<Stream>(op::FileRef(fd_)); }
+
+protected:
+    ListenerSocket() noexcept = default;
+    explicit ListenerSocket(Fd fd) noexcept : SocketBase(std::move(fd)) {}
+};
+
+} // namespace detail
+} // namespace ringo::net
