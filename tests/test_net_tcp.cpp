@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "net_helpers.hpp"
 
 // Counts every global operator new (not under TSan, whose runtime defines its own).
 #if defined(__has_feature)
@@ -64,30 +65,9 @@ using ringo::net::TcpStream;
 
 namespace {
 
+using ringo_test::echo_one;
 using ringo_test::open_fds;
-
-template <class T>
-T run(Task<T> t) {
-    ringo::Runtime rt;
-    return rt.block_on(std::move(t));
-}
-
-// Accepts one connection and echoes it until the peer shuts down its side.
-Task<void> echo_one(TcpListener& l) {
-    Result<Accepted> c = co_await l.accept();
-    if (!c)
-        co_return;
-    TcpStream s = std::move(c->stream);
-    char buf[4096];
-    for (;;) {
-        Result<std::size_t> n = co_await s.read(buf, sizeof buf);
-        if (!n || *n == 0)
-            break;
-        Result<void> w = co_await s.write_all(buf, *n);
-        if (!w)
-            break;
-    }
-}
+using ringo_test::run;
 
 Task<std::string> echo_round_trip(SocketAddr where) {
     Result<TcpListener> l = co_await TcpListener::bind(where);

@@ -65,6 +65,7 @@
 #include <ringo/net/error.hpp>
 #include <ringo/net/listener.hpp>
 #include <ringo/net/tcp.hpp>
+#include <ringo/net/unix.hpp>
 
 #include <ringo/fs/aligned_buffer.hpp>
 #include <ringo/fs/error.hpp>

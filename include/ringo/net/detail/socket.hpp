@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <coroutine>
+#include <cstddef>
 #include <optional>
 #include <system_error>
 #include <utility>
@@ -31,6 +32,9 @@ struct ListenOptions {
 namespace detail {
 
 using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result<T>
+
+using RecvAwait = ResultOp<op::Recv, std::size_t>; // read / recv: the bytes received
+using SendAwait = ResultOp<op::Send, std::size_t>; // write / send: the bytes sent
 
 /// What close() returns: Fd::close (a release operation: it runs in a cancelled task too, and
 /// is not interrupted), its result as a Result<void>.

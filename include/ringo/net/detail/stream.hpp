@@ -31,8 +31,6 @@ struct BasicAccepted {
 
 namespace detail {
 
-using RecvAwait = ResultOp<op::Recv, std::size_t>;
-using SendAwait = ResultOp<op::Send, std::size_t>;
 using ShutdownAwait = ResultOp<op::Shutdown, void>;
 
 /// A connected stream socket (TcpStream, UnixStream): read, write, read_exact, write_all,

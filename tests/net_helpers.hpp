@@ -1,0 +1,42 @@
+// Shared pieces of the ringo::net test suites.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+
+#include <ringo/core/runtime.hpp>
+#include <ringo/core/task.hpp>
+#include <ringo/io/result.hpp>
+#include <ringo/net/address.hpp>
+
+namespace ringo_test {
+
+/// Runs `t` on a runtime of its own and returns its value.
+template <class T>
+T run(ringo::Task<T> t) {
+    ringo::Runtime rt;
+    return rt.block_on(std::move(t));
+}
+
+/// Accepts one connection on `l` (a TcpListener or UnixListener) and echoes it until the peer
+/// shuts down its side; the peer's address goes to `*peer` when given.
+template <class Listener>
+ringo::Task<void> echo_one(Listener& l, ringo::net::SocketAddr* peer = nullptr) {
+    auto c = co_await l.accept();
+    if (!c)
+        co_return;
+    if (peer)
+        *peer = c->peer;
+    auto s = std::move(c->stream);
+    char buf[4096];
+    for (;;) {
+        ringo::Result<std::size_t> n = co_await s.read(buf, sizeof buf);
+        if (!n || *n == 0)
+            break;
+        ringo::Result<void> w = co_await s.write_all(buf, *n);
+        if (!w)
+            break;
+    }
+}
+
+} // namespace ringo_test
