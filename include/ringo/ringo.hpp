@@ -58,6 +58,7 @@
 
 #include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
+#include <ringo/io/pipe.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/io/signal.hpp>
 

@@ -20,6 +20,7 @@
 #include <ringo/fs/detail/awaitables.hpp>
 #include <ringo/fs/error.hpp>
 #include <ringo/fs/metadata.hpp>
+#include <ringo/io/detail/exact.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/op/file.hpp>
@@ -185,31 +186,21 @@ public:
     /// Fills `buf` from `offset`, reading again after short reads. The end of the file first
     /// is fs::Error::unexpected_eof (the bytes read so far are in `buf`).
     Task<Result<void>> read_exact_at(std::span<std::byte> buf, std::uint64_t offset) {
-        std::size_t done = 0;
-        while (done < buf.size()) {
-            int r = co_await op::read(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
-            if (r < 0)
-                co_return errno_code(r);
-            if (r == 0)
-                co_return make_error_code(Error::unexpected_eof);
-            done += static_cast<std::size_t>(r);
-        }
-        co_return Result<void>{};
+        return ringo::detail::exact_loop(
+            [this, buf, offset](std::size_t done) {
+                return op::read(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
+            },
+            buf.size(), Error::unexpected_eof);
     }
     /// Writes all of `buf` at `offset`, writing again after short writes. A write that moves
     /// nothing is fs::Error::write_zero; a full file system is ENOSPC (what was written
     /// before stays written).
     Task<Result<void>> write_all_at(std::span<const std::byte> buf, std::uint64_t offset) {
-        std::size_t done = 0;
-        while (done < buf.size()) {
-            int r = co_await op::write(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
-            if (r < 0)
-                co_return errno_code(r);
-            if (r == 0)
-                co_return make_error_code(Error::write_zero);
-            done += static_cast<std::size_t>(r);
-        }
-        co_return Result<void>{};
+        return ringo::detail::exact_loop(
+            [this, buf, offset](std::size_t done) {
+                return op::write(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
+            },
+            buf.size(), Error::write_zero);
     }
     Task<Result<void>> write_all_at(std::string_view s, std::uint64_t offset) {
         return write_all_at(std::as_bytes(std::span<const char>(s.data(), s.size())), offset);
