@@ -1,9 +1,10 @@
-// ringo/net/unix.hpp - UnixListener and UnixStream: Unix-domain stream sockets whose
+// ringo/net/unix.hpp - UnixListener, UnixStream and UnixDatagram: Unix-domain sockets whose
 // operations yield ringo::Result.
 #pragma once
 
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -12,6 +13,7 @@
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
+#include <ringo/net/detail/datagram.hpp>
 #include <ringo/net/detail/socket.hpp>
 #include <ringo/net/detail/stream.hpp>
 
@@ -81,6 +83,40 @@ public:
         return detail::bind_as<UnixListener>(
             addr, addr.is_unix(),
             {.type = SOCK_STREAM, .protocol = 0, .opts = {.backlog = backlog, .reuse_addr = false}, .listen = true});
+    }
+};
+
+/// A Unix-domain datagram socket (SOCK_DGRAM, AF_UNIX): the same operations as UdpSocket,
+/// with the same costs (every call one operation awaited directly: see
+/// detail::DatagramSocket). Datagrams keep their boundaries and order and are never lost
+/// between two sockets: a send waits while the receiver's queue is full.
+///
+/// A sender that did not bind has no address: the receiver's recv_from gives an empty
+/// SocketAddr (AF_UNSPEC, size 0) as its peer, which cannot be answered. Bind both ends (or use pair()) to talk both ways.
+class UnixDatagram : public detail::DatagramSocket {
+public:
+    UnixDatagram() noexcept = default;
+    /// Takes ownership of a Unix-domain datagram socket.
+    explicit UnixDatagram(Fd fd) noexcept : DatagramSocket(std::move(fd)) {}
+
+    /// A new socket (SOCK_CLOEXEC) bound to `addr` (a path or abstract name; anything else
+    /// is EAFNOSUPPORT). EADDRINUSE when the path exists or the name is taken. A Task.
+    static Task<Result<UnixDatagram>> bind(SocketAddr addr) {
+        return detail::bind_as<UnixDatagram>(addr, addr.is_unix(),
+                                             {.type = SOCK_DGRAM, .protocol = 0, .opts = {.reuse_addr = false}});
+    }
+    /// A new socket bound to nothing (socket(2)): it can send_to, or connect and send. A plain
+    /// system call.
+    static Result<UnixDatagram> unbound() noexcept {
+        int s = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (s < 0)
+            return errno_code(errno);
+        return UnixDatagram(Fd(s));
+    }
+    /// Two connected, unnamed datagram sockets (socketpair(2), SOCK_CLOEXEC). A plain system
+    /// call.
+    static Result<std::pair<UnixDatagram, UnixDatagram>> pair() noexcept {
+        return detail::socket_pair<UnixDatagram>(SOCK_DGRAM);
     }
 };
 

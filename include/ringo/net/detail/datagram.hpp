@@ -1,0 +1,167 @@
+// ringo/net/detail/datagram.hpp - what UDP and Unix-domain datagram sockets share: connect,
+// send and recv on a connected socket, send_to and recv_from with an address.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <coroutine>
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include <ringo/io/fd.hpp>
+#include <ringo/io/result.hpp>
+#include <ringo/net/address.hpp>
+#include <ringo/net/detail/socket.hpp>
+#include <ringo/op/socket.hpp>
+
+namespace ringo::net {
+
+/// What recv_from yields: the bytes stored in the buffer, the sender's address, and whether
+/// the datagram was longer than the buffer (then `size` is the buffer's length and the rest
+/// of the datagram is gone).
+struct Datagram {
+    std::size_t size = 0;
+    SocketAddr peer;
+    bool truncated = false;
+};
+
+namespace detail {
+
+/// IORING_OP_CONNECT with the address kept in the awaitable (a copy: the caller's may go).
+class [[nodiscard]] ConnectAwait {
+public:
+    ConnectAwait(op::FileRef fd, const SocketAddr& to) noexcept : to_(to), op_(fd, nullptr, 0) {}
+    ConnectAwait(const ConnectAwait&) = delete;
+    ConnectAwait& operator=(const ConnectAwait&) = delete;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        op_.addr_ = to_.data();
+        op_.len_ = to_.size();
+        return op_.await_suspend(h);
+    }
+    Result<void> await_resume() noexcept { return result_of<void>(op_.await_resume()); }
+
+private:
+    SocketAddr to_;
+    op::Connect op_;
+};
+
+/// One IORING_OP_SENDMSG of one buffer to an address: the msghdr, its iovec and a copy of the
+/// address live in the awaitable (in the awaiting frame: no allocation). Neither copied nor
+/// moved: the kernel reads them.
+class [[nodiscard]] SendToAwait {
+public:
+    SendToAwait(op::FileRef fd, const void* buf, std::size_t len, const SocketAddr& to) noexcept
+        : to_(to), iov_{const_cast<void*>(buf), len}, op_(fd, &msg_, MSG_NOSIGNAL) {}
+    SendToAwait(const SendToAwait&) = delete;
+    SendToAwait& operator=(const SendToAwait&) = delete;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        msg_ = msghdr{};
+        msg_.msg_name = const_cast<sockaddr*>(to_.data());
+        msg_.msg_namelen = to_.size();
+        msg_.msg_iov = &iov_;
+        msg_.msg_iovlen = 1;
+        return op_.await_suspend(h);
+    }
+    Result<std::size_t> await_resume() noexcept { return result_of<std::size_t>(op_.await_resume()); }
+
+private:
+    SocketAddr to_;
+    iovec iov_;
+    msghdr msg_{};
+    op::Sendmsg op_;
+};
+
+/// One IORING_OP_RECVMSG into one buffer, with MSG_TRUNC (the result is the datagram's full
+/// length, so a longer datagram is seen): the msghdr, its iovec and the sender's address live
+/// in the awaitable. Neither copied nor moved: the kernel writes into it.
+class [[nodiscard]] RecvFromAwait {
+public:
+    RecvFromAwait(op::FileRef fd, void* buf, std::size_t len) noexcept : iov_{buf, len}, op_(fd, &msg_, MSG_TRUNC) {}
+    RecvFromAwait(const RecvFromAwait&) = delete;
+    RecvFromAwait& operator=(const RecvFromAwait&) = delete;
+    bool await_ready() const noexcept { return false; }
+    template <class P>
+    bool await_suspend(std::coroutine_handle<P> h) {
+        msg_ = msghdr{};
+        msg_.msg_name = peer_.data();
+        msg_.msg_namelen = *peer_.out_size();
+        msg_.msg_iov = &iov_;
+        msg_.msg_iovlen = 1;
+        return op_.await_suspend(h);
+    }
+    Result<Datagram> await_resume() noexcept {
+        int r = op_.await_resume();
+        if (r < 0)
+            return errno_code(r);
+        *peer_.size_ptr() = msg_.msg_namelen; // what the kernel wrote back
+        auto n = static_cast<std::size_t>(r);
+        return Datagram{n < iov_.iov_len ? n : iov_.iov_len, peer_, n > iov_.iov_len};
+    }
+
+private:
+    SocketAddr peer_;
+    iovec iov_;
+    msghdr msg_{};
+    op::Recvmsg op_;
+};
+
+/// A datagram socket (UdpSocket, UnixDatagram): connect, send and recv on a connected
+/// socket, send_to and recv_from with an address, peer_addr, and SocketBase's close,
+/// local_addr and descriptor access. Every call is one io_uring operation awaited directly
+/// (no frame, no allocation). In a cancelled task every operation yields ECANCELED without
+/// being submitted, except close(). Buffers must stay valid until the await ends; the
+/// addresses are copied into the awaitable.
+class DatagramSocket : public SocketBase {
+public:
+    /// Sets the default peer (IORING_OP_CONNECT): send and recv then go to and come from it
+    /// only, and an error the peer reports (ECONNREFUSED: nothing listens there) comes back
+    /// from a later send or recv. No packet is sent.
+    ConnectAwait connect(const SocketAddr& peer) noexcept { return ConnectAwait(op::FileRef(fd_), peer); }
+
+    /// Sends one datagram to the connected peer: the bytes sent (all of them) or the error
+    /// (EMSGSIZE when it is too long for one datagram, EDESTADDRREQ when not connected,
+    /// ECONNREFUSED after the peer said nothing listens). One IORING_OP_SEND.
+    SendAwait send(const void* buf, std::size_t len) noexcept {
+        return SendAwait(op::FileRef(fd_), buf, len, MSG_NOSIGNAL);
+    }
+    SendAwait send(std::span<const std::byte> buf) noexcept { return send(buf.data(), buf.size()); }
+    SendAwait send(std::string_view s) noexcept { return send(s.data(), s.size()); }
+
+    /// Receives one datagram (from the connected peer, if connected): the bytes stored. A
+    /// datagram longer than `len` is cut to `len` and the rest is lost, without a sign of it:
+    /// use recv_from to see it. One IORING_OP_RECV.
+    RecvAwait recv(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(fd_), buf, len, 0); }
+    RecvAwait recv(std::span<std::byte> buf) noexcept { return recv(buf.data(), buf.size()); }
+
+    /// Sends one datagram to `to`. One IORING_OP_SENDMSG (the address, msghdr and iovec in
+    /// the awaitable).
+    SendToAwait send_to(const void* buf, std::size_t len, const SocketAddr& to) noexcept {
+        return SendToAwait(op::FileRef(fd_), buf, len, to);
+    }
+    SendToAwait send_to(std::span<const std::byte> buf, const SocketAddr& to) noexcept {
+        return send_to(buf.data(), buf.size(), to);
+    }
+    SendToAwait send_to(std::string_view s, const SocketAddr& to) noexcept { return send_to(s.data(), s.size(), to); }
+
+    /// Receives one datagram: Datagram{size, peer, truncated}. A datagram longer than `len`
+    /// fills the buffer and has `truncated` set. One IORING_OP_RECVMSG with MSG_TRUNC.
+    RecvFromAwait recv_from(void* buf, std::size_t len) noexcept { return RecvFromAwait(op::FileRef(fd_), buf, len); }
+    RecvFromAwait recv_from(std::span<std::byte> buf) noexcept { return recv_from(buf.data(), buf.size()); }
+
+    /// The connected peer's address (getpeername; ENOTCONN when not connected).
+    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(fd_.get(), true); }
+
+protected:
+    DatagramSocket() noexcept = default;
+    explicit DatagramSocket(Fd fd) noexcept : SocketBase(std::move(fd)) {}
+};
+
+} // namespace detail
+} // namespace ringo::net
