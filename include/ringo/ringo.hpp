@@ -56,6 +56,7 @@
 #include <ringo/sync/semaphore.hpp>
 #include <ringo/sync/wait_group.hpp>
 
+#include <ringo/io/buffered.hpp>
 #include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/pipe.hpp>

@@ -9,12 +9,13 @@ namespace ringo {
 
 /// What a loop over reads or writes reports when the kernel itself reported no error: a read
 /// that met the end of the file or stream before the buffer was full (fs::File::read_exact_at,
-/// net::TcpStream::read_exact), a write that moved nothing (write_all_at, write_all). Every
-/// other error of the I/O layer is the kernel's errno in std::system_category(). fs::Error and
-/// net::Error name this same type.
+/// net::TcpStream::read_exact), a write that moved nothing (write_all_at, write_all), a line
+/// longer than a BufReader's limit. Every other error of the I/O layer is the kernel's errno
+/// in std::system_category(). fs::Error and net::Error name this same type.
 enum class IoError {
     unexpected_eof = 1, ///< "unexpected end of data": it ended before the buffer was full
     write_zero = 2,     ///< "write moved no bytes": a write returned 0 for a non-empty buffer
+    line_too_long = 3,  ///< "line longer than the limit": BufReader::read_until / read_line (io/buffered.hpp)
 };
 
 namespace detail {
@@ -25,11 +26,15 @@ public:
         switch (static_cast<IoError>(e)) {
         case IoError::unexpected_eof: return "unexpected end of data";
         case IoError::write_zero: return "write moved no bytes";
+        case IoError::line_too_long: return "line longer than the limit";
         }
         return "unknown ringo error";
     }
-    // Both are input/output errors to code that only knows std::errc.
-    std::error_condition default_error_condition(int) const noexcept override {
+    // To code that only knows std::errc: the first two are input/output errors, a line too
+    // long is a message too long (EMSGSIZE).
+    std::error_condition default_error_condition(int e) const noexcept override {
+        if (static_cast<IoError>(e) == IoError::line_too_long)
+            return std::make_error_condition(std::errc::message_size);
         return std::make_error_condition(std::errc::io_error);
     }
 };
