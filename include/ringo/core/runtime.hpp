@@ -251,7 +251,7 @@ private:
     void run(std::coroutine_handle<> root);
     void run_ready();
     void step_with_work_or_timers();
-    void reap() {
+    [[gnu::always_inline]] void reap() {
         loop_now_ = 0; // a new turn: loop_now_ns() reads the clock again
         cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
         if (ring_.cq_overflowed()) [[unlikely]]
@@ -308,7 +308,9 @@ private:
         }
         void queue(std::coroutine_handle<> h) const { (*this)(h); }
     };
-    void dispatch(std::uint64_t ud, int res, std::uint32_t flags) { route(ud, res, flags, ResumeInline{this}); }
+    [[gnu::always_inline]] void dispatch(std::uint64_t ud, int res, std::uint32_t flags) {
+        route(ud, res, flags, ResumeInline{this});
+    }
     io_uring_sqe* get_sqe_slow();
     void make_sq_room();
     // An SQE whose completion nobody awaits (user_data 0: its CQE is dropped), for a release

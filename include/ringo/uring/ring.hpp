@@ -116,8 +116,10 @@ public:
 
     /// Calls f(user_data, res, flags) for each available CQE, advancing the CQ head before
     /// each call (so f may submit and even reap). Returns the number of CQEs seen.
+    /// Always inlined: the run loop's CQE loop, where a call would cost a frame of saved
+    /// registers per turn (Clang 14 outlined it otherwise).
     template <class F>
-    unsigned reap(F&& f) {
+    [[gnu::always_inline]] unsigned reap(F&& f) {
         unsigned* const khead = ring_.cq.khead;
         unsigned head = *khead;
         const unsigned tail = __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE);
