@@ -4,12 +4,25 @@
 //   sharded_echo [port] [threads]      (port 0: pick one; threads 0: one per CPU)
 #include <ringo/ringo.hpp>
 
-#include <netinet/in.h>
 #include <signal.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+
+// One connection: echoes what it receives until the peer closes. The stream closes its
+// descriptor when the task ends, however it ends (cancelled by the shutdown included).
+ringo::Task<void> echo(ringo::net::TcpStream s) {
+    char buf[4096];
+    for (;;) {
+        auto n = co_await s.read(buf, sizeof buf);
+        if (!n || *n == 0)
+            break;
+        auto w = co_await s.write_all(buf, *n);
+        if (!w)
+            break;
+    }
+}
 
 int main(int argc, char** argv) {
     auto port = static_cast<std::uint16_t>(argc > 1 ? std::atoi(argv[1]) : 7000);
@@ -26,25 +39,7 @@ int main(int argc, char** argv) {
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
     ringo::RuntimePool pool{threads, ringo::PoolOptions{}.pin_threads()};
-    ringo::net::ShardedListener server{pool, INADDR_ANY, port, [](int fd) -> ringo::Task<void> {
-                                           char buf[4096];
-                                           for (;;) {
-                                               int n = co_await ringo::op::recv(fd, buf, sizeof buf);
-                                               if (n <= 0)
-                                                   break;
-                                               int sent = 0;
-                                               while (sent < n) {
-                                                   int w = co_await ringo::op::send(fd, buf + sent,
-                                                                                    static_cast<std::size_t>(n - sent));
-                                                   if (w <= 0)
-                                                       break;
-                                                   sent += w;
-                                               }
-                                               if (sent < n)
-                                                   break;
-                                           }
-                                           co_await ringo::op::close(fd);
-                                       }};
+    ringo::net::ShardedListener server{pool, ringo::net::SocketAddr::v4_any(port), &echo};
     std::printf("echo on port %u, %zu runtimes\n", server.port(), pool.size());
     std::fflush(stdout);
 

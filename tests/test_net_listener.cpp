@@ -1,6 +1,8 @@
 #include <ringo/net/listener.hpp>
 #include <ringo/ringo.hpp>
 
+#include "helpers.hpp"
+
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -10,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -156,6 +159,104 @@ TEST(ShardedListener, BadAddressAndBusyPortThrow) {
         EXPECT_EQ(e.code().value(), EADDRINUSE) << e.what();
     }
     ::close(plain);
+}
+
+// A client bound to 127.0.0.1 on a port of its own: connects to `port`, sends `c`, returns
+// the answer (the peer port the server saw, as two bytes) or -1; `local` gets its own port.
+int ask_peer_port(std::uint16_t port, std::uint16_t& local) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in me{};
+    me.sin_family = AF_INET;
+    me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof me;
+    sockaddr_in a = me;
+    a.sin_port = htons(port);
+    int res = -1;
+    unsigned char got[2];
+    char c = 'p';
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&me), sizeof me) == 0 &&
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&me), &len) == 0 &&
+        ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::send(fd, &c, 1, 0) == 1 &&
+        ::recv(fd, got, 2, MSG_WAITALL) == 2)
+        res = got[0] << 8 | got[1];
+    local = ntohs(me.sin_port);
+    ::close(fd);
+    return res;
+}
+
+// Answers with the peer's port as the handler was given it.
+Task<void> tell_peer_port(ringo::net::TcpStream s, ringo::net::SocketAddr peer) {
+    char c;
+    auto r = co_await s.read(&c, 1);
+    if (r && *r == 1 && peer.is_v4()) {
+        unsigned char p[2] = {static_cast<unsigned char>(peer.port() >> 8), static_cast<unsigned char>(peer.port())};
+        auto w = co_await s.write_all(p, 2);
+        (void)w;
+    }
+}
+
+TEST(ShardedListener, StreamHandlerGetsThePeerAddress) {
+    RuntimePool pool(2);
+    ShardedListener lst(pool, *ringo::net::SocketAddr::parse("127.0.0.1:0"), &tell_peer_port);
+    for (int i = 0; i < 8; ++i) {
+        std::uint16_t local = 0;
+        int seen = ask_peer_port(lst.port(), local);
+        ASSERT_GT(local, 0);
+        EXPECT_EQ(seen, local) << "connection " << i;
+    }
+    lst.stop();
+    pool.shutdown();
+}
+
+// Reads one byte, then ends as `how` says without closing anything itself: 0 returns,
+// 1 throws, 2 waits for a byte that never comes (cancelled by shutdown_now).
+Task<void> leave_without_closing(ringo::net::TcpStream s, int how) {
+    char c;
+    auto r = co_await s.read(&c, 1);
+    (void)r;
+    if (how == 1)
+        throw std::runtime_error("handler failed");
+    if (how == 2) {
+        auto r2 = co_await s.read(&c, 1);
+        (void)r2;
+    }
+}
+
+TEST(ShardedListener, StreamHandlerClosesTheConnectionOnEveryPath) {
+    int before = ringo_test::open_fds();
+    for (int how = 0; how < 3; ++how) {
+        RuntimePool pool(2);
+        std::atomic<int> started{0};
+        ShardedListener lst(pool, *ringo::net::SocketAddr::parse("127.0.0.1:0"),
+                            [how, &started](ringo::net::TcpStream s) {
+                                started.fetch_add(1);
+                                return leave_without_closing(std::move(s), how);
+                            });
+        int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons(lst.port());
+        ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        timeval tv{5, 0}; // a server that kept the connection open fails the test, not hangs it
+        ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+        char c = 'x';
+        ASSERT_EQ(::send(fd, &c, 1, 0), 1);
+        if (how < 2) { // the server side closes: the client sees the end of the stream
+            EXPECT_EQ(::recv(fd, &c, 1, 0), 0) << "how " << how;
+        } else {
+            while (started.load() == 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        lst.stop();
+        if (how == 2)
+            pool.shutdown_now();
+        else
+            pool.shutdown();
+        ::close(fd);
+    }
+    EXPECT_EQ(ringo_test::open_fds(), before);
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,9 @@
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/runtime_pool.hpp>
 #include <ringo/core/time.hpp>
+#include <ringo/io/fd.hpp>
+#include <ringo/net/address.hpp>
+#include <ringo/net/tcp.hpp>
 #include <ringo/op/socket.hpp>
 
 namespace ringo::net {
@@ -27,19 +31,28 @@ namespace ringo::net {
 /// One listening TCP socket per runtime of a RuntimePool, all bound to the same address and
 /// port with SO_REUSEPORT (the kernel spreads incoming connections over them by a hash of
 /// the connection's addresses), and one accept loop per runtime. Every accepted connection
-/// becomes a task `handler(fd)` on the runtime that accepted it; the handler owns `fd` and
-/// closes it.
+/// becomes a task of the handler on the runtime that accepted it. The handler takes one of:
+///   - `(net::TcpStream stream, net::SocketAddr peer)`: the connection and its peer's address;
+///   - `(net::TcpStream stream)`;
+///   - `(int fd)`: the raw descriptor, which the handler owns and must close.
+/// A TcpStream closes its descriptor when it goes, on every path (the handler returning,
+/// throwing or being cancelled), so the first two forms cannot leak a connection.
 ///
 ///     ringo::RuntimePool pool{2};
-///     ringo::net::ShardedListener lst{pool, addr, [](int fd) -> ringo::Task<void> {
-///         char buf[512];
-///         int n;
-///         while ((n = co_await ringo::op::recv(fd, buf, sizeof buf)) > 0)
-///             co_await ringo::op::send(fd, buf, n);
-///         co_await ringo::op::close(fd);
-///     }};
+///     ringo::net::ShardedListener lst{pool, *ringo::net::SocketAddr::parse("0.0.0.0:8080"),
+///         [](ringo::net::TcpStream s, ringo::net::SocketAddr peer) -> ringo::Task<void> {
+///             char buf[512];
+///             for (;;) {
+///                 auto n = co_await s.read(buf, sizeof buf);
+///                 if (!n || *n == 0)
+///                     break;
+///                 auto w = co_await s.write_all(buf, *n);
+///                 if (!w)
+///                     break;
+///             }
+///         }};
 ///
-/// `handler` is any callable taking an int and returning a Task; the listener keeps one copy
+/// The handler is any callable of those forms returning a Task; the listener keeps one copy
 /// of it alive for as long as a connection task uses it (so a capturing lambda is fine).
 /// Connection tasks are ordinary tasks of the pool: a graceful pool shutdown waits for them.
 ///
@@ -55,6 +68,9 @@ public:
     template <class Handler>
     ShardedListener(RuntimePool& pool, const sockaddr* addr, socklen_t addrlen, Handler handler, int backlog = 1024)
         : pool_(&pool), state_(std::make_shared<State>(pool.size())) {
+        static_assert(valid_handler<Handler>,
+                      "ShardedListener: the handler must take (net::TcpStream, net::SocketAddr), (net::TcpStream) or "
+                      "(int fd), and return a Task");
         open_sockets(addr, addrlen, backlog);
         auto h = std::make_shared<Handler>(std::move(handler));
         try {
@@ -66,6 +82,10 @@ public:
         }
         hook_ = pool.add_shutdown_hook([this] { request_stop(); });
     }
+    /// Same, on `addr` (IPv4 or IPv6): `ShardedListener(pool, *SocketAddr::parse("[::]:8080"), h)`.
+    template <class Handler>
+    ShardedListener(RuntimePool& pool, const SocketAddr& addr, Handler handler, int backlog = 1024)
+        : ShardedListener(pool, addr.data(), addr.size(), std::move(handler), backlog) {}
     /// Same, on an IPv4 address in host byte order (INADDR_LOOPBACK, INADDR_ANY) and port.
     template <class Handler>
     ShardedListener(RuntimePool& pool, std::uint32_t ipv4, std::uint16_t port, Handler handler, int backlog = 1024)
@@ -184,19 +204,31 @@ private:
         state_->fds = fds_;
     }
 
+    // The connection task: the handler's own task, awaited, with the connection in the form
+    // the handler takes. The descriptor is owned from the accept on (a frame that cannot be
+    // allocated, or a task never started, closes it).
     template <class H>
-    static Task<void> serve(std::shared_ptr<H> h, int fd) {
-        co_await (*h)(fd);
+    static Task<void> serve(std::shared_ptr<H> h, Fd fd, SocketAddr peer) {
+        if constexpr (std::is_invocable_v<H&, TcpStream, SocketAddr>)
+            co_await (*h)(TcpStream(std::move(fd)), peer);
+        else if constexpr (std::is_invocable_v<H&, TcpStream>)
+            co_await (*h)(TcpStream(std::move(fd)));
+        else
+            co_await (*h)(fd.release());
     }
+    template <class H>
+    static constexpr bool valid_handler = std::is_invocable_v<H&, TcpStream, SocketAddr> ||
+                                          std::is_invocable_v<H&, TcpStream> || std::is_invocable_v<H&, int>;
 
     template <class H>
     static Task<void> accept_loop(std::shared_ptr<State> st, std::size_t i, std::shared_ptr<H> h) {
         int lfd = st->fds[i];
+        SocketAddr peer;
         for (;;) {
-            int c = co_await op::accept(lfd, nullptr, nullptr, SOCK_CLOEXEC);
+            int c = co_await op::accept(lfd, peer.data(), peer.out_size(), SOCK_CLOEXEC);
             if (c >= 0) {
                 st->accepted[i].value.fetch_add(1, std::memory_order_relaxed);
-                ringo::spawn(serve(h, c)).detach();
+                ringo::spawn(serve(h, Fd(c), peer)).detach();
                 continue;
             }
             if (c == -ECANCELED || co_await cancellation_requested())
