@@ -66,6 +66,7 @@
 #include <ringo/net/address.hpp>
 #include <ringo/net/error.hpp>
 #include <ringo/net/listener.hpp>
+#include <ringo/net/resolve.hpp>
 #include <ringo/net/tcp.hpp>
 #include <ringo/net/udp.hpp>
 #include <ringo/net/unix.hpp>
