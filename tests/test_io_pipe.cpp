@@ -181,15 +181,17 @@ Task<void> hold_a_pipe_and_wait() {
     (void)n;
 }
 
+Task<void> spawn_and_leave() {
+    ringo::spawn(hold_a_pipe_and_wait()).detach();
+    co_await ringo::yield();
+    co_await ringo::yield();
+}
+
 TEST(Pipe, RuntimeShutdownClosesAWaitingPipe) {
     int before = open_fds();
     {
         ringo::Runtime rt;
-        rt.block_on([]() -> Task<void> {
-            ringo::spawn(hold_a_pipe_and_wait()).detach();
-            co_await ringo::yield();
-            co_await ringo::yield();
-        }());
+        rt.block_on(spawn_and_leave());
     }
     EXPECT_EQ(open_fds(), before);
 }
@@ -206,15 +208,17 @@ Task<void> cancelled_before_pipe(bool* refused) {
     *refused = p.error() == std::errc::operation_canceled;
 }
 
+Task<void> cancel_after_a_round(Task<void> t) {
+    auto h = ringo::spawn(std::move(t));
+    co_await ringo::yield();
+    h.cancel();
+    co_await h;
+}
+
 TEST(Pipe, ACancelledTaskGetsNoPipe) {
     int before = open_fds();
     bool refused = false;
-    run([](bool* refused) -> Task<void> {
-        auto h = ringo::spawn(cancelled_before_pipe(refused));
-        co_await ringo::yield();
-        h.cancel();
-        co_await h;
-    }(&refused));
+    run(cancel_after_a_round(cancelled_before_pipe(&refused)));
     EXPECT_TRUE(refused);
     EXPECT_EQ(open_fds(), before);
 }
