@@ -5,6 +5,7 @@
 // a recording stream that shows each write the buffer makes.
 #include <ringo/io/buffered.hpp>
 #include <ringo/io/pipe.hpp>
+#include <ringo/net/unix.hpp>
 #include <ringo/ringo.hpp>
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "alloc_counter.hpp"
 #include "helpers.hpp"
 
 using ringo::BufReader;
@@ -370,6 +372,73 @@ Task<int> lines_through_a_pipe() {
 }
 
 TEST(Buffered, TwentyThousandLinesThroughAPipe) { EXPECT_EQ(run(lines_through_a_pipe()), 20000); }
+
+// Over a socketpair (net::UnixStream): the calls the buffers answer allocate nothing and take
+// no frame; calls that read or write take one pooled frame each and, once the pool and the
+// string are warm, no heap allocation.
+struct Counts {
+    long quick_heap = -1, loop_heap = -1;
+    std::uint64_t quick_frames = 1, loop_frames = 0;
+};
+
+Task<Counts> count_allocations() {
+    Counts c;
+    auto p = ringo::net::UnixStream::pair();
+    EXPECT_TRUE(p.ok());
+    BufWriter w(p->first, {.capacity = 64 * 1024});
+    BufReader r(p->second, {.capacity = 64 * 1024});
+    std::string line;
+    const std::string_view text = "a line of some text\n";
+    Result<void> warm = co_await w.write_all(text);
+    warm = co_await w.flush();
+    Result<bool> got = co_await r.read_line(line); // the string gets its capacity here
+    EXPECT_TRUE(warm.ok() && got.ok());
+    long h0 = g_allocs.load();
+    std::uint64_t f0 = ringo::detail::t_frames_allocated;
+    for (int i = 0; i < 200; ++i) { // 200 lines into the buffer: copies only
+        Result<void> x = co_await w.write_all(text);
+        EXPECT_TRUE(x.ok());
+    }
+    c.quick_heap = g_allocs.load() - h0;
+    c.quick_frames = ringo::detail::t_frames_allocated - f0;
+    Result<void> f = co_await w.flush(); // one write of 200 lines
+    got = co_await r.read_line(line);    // one read of them
+    EXPECT_TRUE(f.ok() && got.ok());
+    h0 = g_allocs.load();
+    f0 = ringo::detail::t_frames_allocated;
+    for (int i = 1; i < 200; ++i) { // the other 199 lines from the buffer
+        Result<bool> l = co_await r.read_line(line);
+        EXPECT_TRUE(l.value_or(false));
+    }
+    c.quick_heap += g_allocs.load() - h0;
+    c.quick_frames += ringo::detail::t_frames_allocated - f0;
+    EXPECT_EQ(line, "a line of some text");
+    h0 = g_allocs.load();
+    f0 = ringo::detail::t_frames_allocated;
+    for (int i = 0; i < 200; ++i) { // each round a flush and a read_line that must read
+        Result<void> x = co_await w.write_all(text);
+        Result<void> y = co_await w.flush();
+        Result<bool> l = co_await r.read_line(line);
+        EXPECT_TRUE(x.ok() && y.ok() && l.value_or(false));
+    }
+    c.loop_heap = g_allocs.load() - h0;
+    c.loop_frames = ringo::detail::t_frames_allocated - f0;
+    co_return c;
+}
+
+TEST(Buffered, AllocationsPerCall) {
+#ifdef RINGO_TEST_NO_NEW_COUNT
+    GTEST_SKIP() << "operator new is not counted under TSan";
+#endif
+    Counts c = run(count_allocations());
+    EXPECT_EQ(c.quick_heap, 0);
+    EXPECT_EQ(c.quick_frames, 0u);
+    EXPECT_EQ(c.loop_frames, 400u); // flush and read_line: one pooled frame each
+    if (ringo::detail::frame_pool_enabled)
+        EXPECT_LE(c.loop_heap, 1); // Clang may take the pool's first chunk of a size class here
+    else
+        EXPECT_EQ(c.loop_heap, 400);
+}
 
 // --- docs/io.md, "Buffered reading and writing": the example as it stands there ----------
 namespace docs_example {
