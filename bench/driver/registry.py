@@ -277,6 +277,9 @@ def _echo_impls() -> list[Impl]:
         # One multishot recv per connection into a shared provided-buffer ring (512 x 16 KiB),
         # echoed from the ring's buffer, then recycled; compared with the same design in liburing.
         I("ringo multishot + buffer ring", f"<{RINGO_ECHO}>" + S + " --multishot", kind="server", tag="multishot"),
+        # The same server as "ringo plain", written with net::TcpListener / net::TcpStream
+        # (Result values, write_all) instead of op::: what the high-level layer costs.
+        I("ringo net::TcpStream", f"<{RINGO_ECHO}>" + S + " --stream", kind="server"),
         I("liburing", "<echo_uring>" + S, kind="server"),
         I("liburing fixed files", "<echo_uring_fixed>" + S, kind="server"),
         I("liburing multishot + buffer ring", "<echo_uring>" + S + " --multishot", kind="server", tag="multishot"),
@@ -528,6 +531,8 @@ FIGURES: list[Figure] = [
                "The server's CPU includes its set-up and the drain after the client's window; with one "
                "server per data point and thousands of messages that is well under 1 %."],
         targets=[Target("ringo plain", "epoll", 1.1, "every x", "server CPU per message at most 1/1.1 of epoll's"),
+                 Target("ringo net::TcpStream", "ringo plain", 0.98, "every x",
+                        "net::TcpStream within 2 % of op:: server CPU per message"),
                  Target("ringo plain", "asio", 1.1, "every x", "server CPU per message at most 1/1.1 of Asio's")]),
     Figure(
         "pingpong", "Ping-pong in one thread, 4-byte messages (the liburing4cpp ping-pong benchmark)", "pingpong", "connections x round trips",

@@ -5,25 +5,31 @@
 // sparse) and the connection's recv/send use op::Fixed{slot}. With --multishot a connection
 // keeps one multishot recv armed (buf::recv_multishot) into a buffer ring shared by every
 // connection (buf::BufferRing, --ring-entries buffers of --buf bytes), sends each received
-// buffer back from the ring's memory, and the buffer returns to the ring when sent.
+// buffer back from the ring's memory, and the buffer returns to the ring when sent. With
+// --stream the server is written with the high-level types instead of op::, as a user of
+// ringo::net would write it: net::TcpListener::accept, and per connection a net::TcpStream's
+// read and write_all (the descriptor closes through the ring when the stream goes).
 // Runs until SIGTERM/SIGINT (a read of a signalfd through the ring), then prints one JSON line.
 #include <sys/signalfd.h>
 
 #include <exception>
 #include <memory>
+#include <system_error>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <ringo/buf/buffer_ring.hpp>
 #include <ringo/op/file_table.hpp>
 #include <ringo/buf/recv_stream.hpp>
+#include <ringo/net/tcp.hpp>
 
 #include "ringo_net.hpp"
 
 namespace {
 
 const char* kUsage =
-    "usage: echo_ringo --port P [--cpu C] [--buf BYTES] [--fixed] [--multishot] [--ring-entries N]\n"
+    "usage: echo_ringo --port P [--cpu C] [--buf BYTES] [--fixed | --multishot | --stream] [--ring-entries N]\n"
     "                  [--max-conns N]\n"
     "  Single-threaded ringo echo server on 127.0.0.1:P (an accept task, one task per\n"
     "  connection); runs until SIGTERM or SIGINT, then prints one JSON line\n"
@@ -36,6 +42,8 @@ const char* kUsage =
     "                  use op::Fixed slots\n"
     "  --multishot     one multishot recv per connection into a shared provided-buffer ring;\n"
     "                  each buffer is sent back from the ring and then recycled\n"
+    "  --stream        the high-level types: net::TcpListener::accept, and per connection a\n"
+    "                  net::TcpStream's read and write_all (Result values, no op::)\n"
     "  --ring-entries N  buffers in the ring with --multishot (power of two, default 512)\n"
     "  --max-conns N   size of the registered file table with --fixed (default 4096)\n";
 
@@ -145,6 +153,56 @@ ringo::Task<void> serve_multishot(Server& s, int fd, int slot) {
     }
 }
 
+// --stream: serve() written with net::TcpStream. The stream closes the socket when the task
+// ends (through the ring), or synchronously when the runtime destroys a waiting frame.
+ringo::Task<void> serve_stream(Server& s, ringo::net::TcpStream c) {
+    auto buf = std::make_unique<unsigned char[]>(s.bufsz);
+    for (;;) {
+        auto r = co_await c.read(buf.get(), s.bufsz);
+        if (!r || *r == 0) {
+            if (!r && r.error() != std::errc::connection_reset && !(s.stopping && r.error() == std::errc::operation_canceled)) {
+                std::fprintf(stderr, "echo_ringo: read: %s\n", r.error().message().c_str());
+                ++s.errors;
+            }
+            co_return; // EOF or reset
+        }
+        ++s.reads;
+        s.bytes += *r;
+        auto w = co_await c.write_all(buf.get(), *r);
+        if (!w) {
+            if (w.error() != std::errc::connection_reset && w.error() != std::errc::broken_pipe) {
+                std::fprintf(stderr, "echo_ringo: write_all: %s\n", w.error().message().c_str());
+                ++s.errors;
+            }
+            co_return;
+        }
+    }
+}
+
+// --stream: the accept loop on a net::TcpListener, which owns the listening socket.
+ringo::Task<void> accept_loop_stream(Server& s) {
+    ringo::net::TcpListener l{ringo::Fd(std::exchange(s.lfd, -1))};
+    for (;;) {
+        auto c = co_await l.accept();
+        if (!c) {
+            const std::error_code e = c.error();
+            if (e == std::errc::connection_aborted || e == std::errc::interrupted ||
+                e == std::errc::resource_unavailable_try_again)
+                continue;
+            std::fprintf(stderr, "echo_ringo: accept: %s\n", e.message().c_str());
+            ++s.errors;
+            if (e == std::errc::too_many_files_open || e == std::errc::too_many_files_open_in_system ||
+                e == std::errc::no_buffer_space || e == std::errc::not_enough_memory)
+                continue;
+            co_return;
+        }
+        auto set = c->stream.set_nodelay(true);
+        (void)set;
+        ++s.accepted;
+        ringo::spawn(serve_stream(s, std::move(c->stream))).detach();
+    }
+}
+
 ringo::Task<void> accept_loop(Server& s) {
     for (;;) {
         int fd = co_await ringo::op::accept(s.lfd, nullptr, nullptr, SOCK_CLOEXEC);
@@ -188,8 +246,11 @@ ringo::Task<void> accept_loop(Server& s) {
 }
 
 // Runs until SIGTERM or SIGINT arrives on the signalfd.
-ringo::Task<void> server_main(Server& s, int sfd) {
-    ringo::spawn(accept_loop(s)).detach();
+ringo::Task<void> server_main(Server& s, int sfd, bool stream) {
+    if (stream)
+        ringo::spawn(accept_loop_stream(s)).detach();
+    else
+        ringo::spawn(accept_loop(s)).detach();
     signalfd_siginfo si;
     for (;;) {
         int r = co_await ringo::op::read(sfd, &si, sizeof si, 0);
@@ -209,13 +270,16 @@ ringo::Task<void> server_main(Server& s, int sfd) {
 int main(int argc, char** argv) {
     nb::Args args(argc, argv, kUsage,
                   {{"port", true}, {"cpu", true}, {"buf", true}, {"fixed", false}, {"multishot", false},
-                   {"ring-entries", true}, {"max-conns", true}});
+                   {"ring-entries", true}, {"max-conns", true}, {"stream", false}});
     const int port = static_cast<int>(args.need_int("port", 1, 65535));
     const int cpu = static_cast<int>(args.get_int("cpu", -1, 0, CPU_SETSIZE - 1));
     const size_t bufsz = static_cast<size_t>(args.get_int("buf", 16384, 1, 1 << 24));
     const bool fixed = args.has("fixed");
     const unsigned max_conns = static_cast<unsigned>(args.get_int("max-conns", 4096, 1, 1 << 20));
     const bool multishot = args.has("multishot");
+    const bool stream = args.has("stream");
+    if (stream && (fixed || multishot))
+        args.fail("option '--stream': not with --fixed or --multishot");
     const unsigned ring_entries = static_cast<unsigned>(args.get_int("ring-entries", 512, 1, 32768));
     if (ring_entries & (ring_entries - 1))
         args.fail("option '--ring-entries': expected a power of two");
@@ -261,11 +325,11 @@ int main(int argc, char** argv) {
         }
         s.ring = ring.get();
     }
-    std::fprintf(stderr, "echo_ringo%s%s: listening on 127.0.0.1:%d (ring: %s)\n", fixed ? " (fixed files)" : "",
-                 multishot ? " (multishot + buffer ring)" : "", port, rb::ring_setup(*rt).c_str());
+    std::fprintf(stderr, "echo_ringo%s%s%s: listening on 127.0.0.1:%d (ring: %s)\n", fixed ? " (fixed files)" : "",
+                 multishot ? " (multishot + buffer ring)" : "", stream ? " (net::TcpStream)" : "", port, rb::ring_setup(*rt).c_str());
 
     try {
-        rt->block_on(server_main(s, sfd));
+        rt->block_on(server_main(s, sfd, stream));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "echo_ringo: %s\n", e.what());
         ++s.errors;
@@ -280,12 +344,14 @@ int main(int argc, char** argv) {
     table.reset();  // in-flight fixed-file operations keep their own file references
     ring.reset();   // the streams in the connection frames keep the buffer ring until they go
     rt.reset();
-    ::close(lfd);
+    if (s.lfd >= 0) // with --stream the listener took it (and closed it with its frame)
+        ::close(lfd);
     ::close(sfd);
 
     nb::Json j;
     j.add("bench", "echo_server")
-        .add("server", std::string(fixed ? "ringo-fixed" : "ringo") + (multishot ? "-multishot" : ""))
+        .add("server", std::string(fixed ? "ringo-fixed" : "ringo") + (multishot ? "-multishot" : "") +
+                           (stream ? "-stream" : ""))
         .add("port", port)
         .add("conns", s.accepted)
         .add("bytes", s.bytes)
