@@ -59,6 +59,7 @@
 #include <ringo/io/buffered.hpp>
 #include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
+#include <ringo/io/fixed_fd.hpp>
 #include <ringo/io/pipe.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/io/signal.hpp>
