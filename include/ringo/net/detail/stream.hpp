@@ -14,6 +14,7 @@
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
+#include <ringo/net/detail/incoming.hpp>
 #include <ringo/net/detail/socket.hpp>
 #include <ringo/net/error.hpp>
 #include <ringo/op/socket.hpp>
@@ -135,8 +136,8 @@ private:
     op::Accept op_;
 };
 
-/// A listening socket whose connections are Streams (TcpListener, UnixListener): accept and SocketBase's close,
-/// local_addr and descriptor access.
+/// A listening socket whose connections are Streams (TcpListener, UnixListener): accept,
+/// incoming, and SocketBase's close, local_addr and descriptor access.
 template <class Stream>
 class ListenerSocket : public SocketBase {
 public:
@@ -144,6 +145,13 @@ public:
     /// IORING_OP_ACCEPT, awaited directly (no frame, no allocation). EMFILE/ENFILE when out of
     /// descriptors (the connection stays queued).
     AcceptAwait<Stream> accept() noexcept { return AcceptAwait<Stream>(op::FileRef(fd_)); }
+
+    /// The connections as a stream, from one multishot accept that stays armed (single
+    /// accepts on a kernel without it): `auto c = co_await in.next();` yields each connection
+    /// as a Result<Stream> (its peer's address: the stream's peer_addr()) or an error. One
+    /// allocation here, none per connection; see net::Incoming. The listener must outlive
+    /// the stream.
+    Incoming<Stream> incoming() { return Incoming<Stream>(op::FileRef(fd_)); }
 
 protected:
     ListenerSocket() noexcept = default;
