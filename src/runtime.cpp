@@ -79,7 +79,7 @@ namespace {
     if (w->h) {
         if (w->rt == rt || w->rt == nullptr)
             return w->h;
-        w->rt->post(w->h);
+        wake_join_waiter(*w);
         return std::noop_coroutine();
     }
     auto* tw = static_cast<ThreadJoinWaiter*>(w);
@@ -91,6 +91,22 @@ namespace {
     return std::noop_coroutine();
 }
 } // namespace
+
+void wake_join_waiter(JoinWaiter& w) {
+    Runtime* rt = w.rt;
+    std::coroutine_handle<> h = w.h;
+    rt->post(h);
+    // The waiter's runtime waits for this before it lets the waiter go (its resumption, or
+    // its shutdown): after this store, nothing here touches w or rt.
+    w.released.store(true, std::memory_order_release);
+}
+
+void withdraw_join_waiter(JoinWaiter& w) noexcept {
+    std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(&w);
+    if (!w.join->compare_exchange_strong(expected, join_running, std::memory_order_acq_rel, std::memory_order_acquire))
+        w.wait_released(); // the task's end took it: it is posting the wake-up here
+    RuntimeAccess::unlink_join_waiter(*w.rt, w);
+}
 
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
@@ -383,11 +399,39 @@ void Runtime::wait_for_events() {
     fire_timers(detail::now_ns());
 }
 
+void Runtime::link_join_waiter(detail::JoinWaiter& w) noexcept {
+    w.prev = nullptr;
+    w.next = join_waiters_;
+    if (join_waiters_)
+        join_waiters_->prev = &w;
+    join_waiters_ = &w;
+    w.linked = true;
+}
+
+void Runtime::unlink_join_waiter(detail::JoinWaiter& w) noexcept {
+    if (!w.linked)
+        return;
+    (w.prev ? w.prev->next : join_waiters_) = w.next;
+    if (w.next)
+        w.next->prev = w.prev;
+    w.linked = false;
+}
+
+void Runtime::withdraw_join_waiters() noexcept {
+    // Coroutines here that wait for tasks of other runtimes: nothing may post their wake-up
+    // into this runtime once it is gone (their frames may even outlive it, held by a handle).
+    while (join_waiters_)
+        detail::withdraw_join_waiter(*join_waiters_);
+}
+
 void Runtime::shutdown() {
     Runtime* prev = detail::t_current;
     detail::t_current = this; // frame destructors below may look for their runtime
     flush_submissions();      // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
+    // 0. Take back the waits of this runtime's coroutines for tasks of other runtimes; a
+    //    wake-up already under way arrives in the inbox, which step 1 drains.
+    withdraw_join_waiters();
     // 1. Cancel every operation still in flight and wait for each one's final CQE, so no
     //    kernel write can land in a frame we are about to free. Nothing is resumed.
     while (in_flight_ > 0 || inbox_.read_armed()) {
@@ -434,7 +478,7 @@ void Runtime::shutdown() {
                 tw->done = true;
                 tw->cv.notify_one();
             } else if (w->rt && w->rt != this) {
-                w->rt->post(w->h);
+                detail::wake_join_waiter(*w);
             }
         }
     }

@@ -31,6 +31,15 @@ void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handl
     if (tl && tl != fl)
         tl->task_started();
     detail::RuntimeAccess::unregister_task(from, root);
+    // A coroutine of `from` waiting for this task becomes a waiter on another runtime: link
+    // it, so that `from` withdraws it if it goes first. (Waiters of other runtimes linked
+    // themselves when they began to wait; only `from`'s thread registers `from`'s waiters.)
+    std::uintptr_t j = root.join_.load(std::memory_order_acquire);
+    if (j > join_abandoned) {
+        auto* w = reinterpret_cast<JoinWaiter*>(j);
+        if (w->h && w->rt == &from && !w->linked)
+            link_join_waiter(*w, root.join_);
+    }
     // Published before the task is posted: a cancel() that reads the old owner has set the
     // flag first, and `to` checks that flag when the task arrives (Runtime::drain_remote).
     std::atomic_ref<Runtime*>(root.owner_).store(&to, std::memory_order_seq_cst);

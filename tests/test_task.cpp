@@ -330,4 +330,57 @@ TEST(Spawn, ManyCrossThreadSpawnsAllComplete) {
     EXPECT_EQ(ringo::block_on(t(remote)), 1999L * 2000 / 2);
 }
 
+// A task on the background runtime that ends once `*go` is set.
+Task<int> value_when(std::atomic<bool>* go, int v) {
+    while (!go->load())
+        co_await ringo::op::timeout(std::chrono::microseconds(200));
+    co_return v;
+}
+Task<int> await_handle(JoinHandle<int> h) { co_return co_await h; }
+// Spawns, on this runtime, a task that waits for a task of `remote`, and lets it begin to wait.
+Task<JoinHandle<int>> start_remote_waiter(Runtime* remote, std::atomic<bool>* go) {
+    auto waiter = ringo::spawn(await_handle(ringo::spawn(*remote, value_when(go, 5))));
+    co_await ringo::yield();
+    co_await ringo::yield();
+    co_return waiter;
+}
+
+TEST(Spawn, AWaiterWhoseRuntimeWentFirstIsNotWokenThere) {
+    // The waiting task's runtime is destroyed while it waits (its handle kept here), then the
+    // task it waited for ends on the other runtime: that end must not post a wake-up into
+    // the destroyed runtime (AddressSanitizer reported a use after scope in the inbox).
+    Background bg;
+    std::atomic<bool> go{false};
+    JoinHandle<int> waiter;
+    {
+        Runtime rt;
+        waiter = rt.block_on(start_remote_waiter(bg.rt.load(), &go));
+        EXPECT_FALSE(waiter.is_finished());
+    }
+    go = true; // the remote task ends now
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_THROW((void)waiter.join(), std::runtime_error); // its runtime was destroyed first
+}
+
+Task<bool> outlive_remote_runtime(Runtime* remote, std::atomic<bool>* stop_remote) {
+    std::atomic<bool> never{false};
+    auto h = ringo::spawn(*remote, value_when(&never, 1));
+    co_await ringo::sleep_for(std::chrono::milliseconds(5));
+    stop_remote->store(true); // the remote runtime goes while its task is still waiting
+    bool abandoned = false;
+    try {
+        (void)co_await h;
+    } catch (const std::runtime_error&) {
+        abandoned = true;
+    }
+    co_return abandoned;
+}
+
+TEST(Spawn, AWaiterOnAnotherRuntimeLearnsThatTheTasksRuntimeWentFirst) {
+    for (int i = 0; i < 3; ++i) {
+        Background remote;
+        EXPECT_TRUE(ringo::block_on(outlive_remote_runtime(remote.rt.load(), &remote.stop))) << i;
+    }
+}
+
 } // namespace

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include <ringo/core/runtime.hpp>
@@ -17,15 +18,68 @@ namespace ringo {
 
 namespace detail {
 
+/// Who waits for a spawned task (the task's join_ word points here while it waits).
+///
+/// A coroutine waiter on another runtime than the task's is "linked": it sits in its own
+/// runtime's list of such waiters (owner thread only), so that runtime, when it is destroyed
+/// first, can withdraw it (a CAS of the task's join_ back to join_running) before anything
+/// would post a wake-up into it. The task's end posts the wake-up to the waiter's runtime and
+/// then sets `released`, its last touch of the waiter; the waiter does not go before that.
+/// (A task that ends on the waiter's own runtime resumes it directly and sets nothing.)
 struct JoinWaiter {
-    std::coroutine_handle<> h{}; // empty: a ThreadJoinWaiter
-    Runtime* rt = nullptr;
+    std::coroutine_handle<> h; // empty: a ThreadJoinWaiter
+    Runtime* rt;
+    std::atomic<std::uintptr_t>* join; // the awaited task's join_ (set when linked)
+    JoinWaiter* prev;                  // the runtime's list of linked waiters (when linked)
+    JoinWaiter* next;
+    bool linked = false;
+    std::atomic<bool> released{false}; // a wake-up posted from another thread is done with this
+    /// Waits until the task's end has let go of this waiter (a few instructions after its
+    /// post, so the wait is short).
+    void wait_released() const noexcept {
+        while (!released.load(std::memory_order_acquire))
+            std::this_thread::yield();
+    }
 };
 struct ThreadJoinWaiter : JoinWaiter {
+    ThreadJoinWaiter() noexcept {
+        h = {};
+        rt = nullptr;
+    }
     std::mutex m;
     std::condition_variable cv;
     bool done = false;
 };
+
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_join_misuse() {
+    throw std::logic_error("ringo: JoinHandle awaited twice, or after detach");
+}
+[[noreturn, gnu::cold, gnu::noinline]] inline void throw_join_abandoned() {
+    throw std::runtime_error("ringo: the task's runtime was destroyed before it finished");
+}
+
+/// Links `w` (a coroutine waiter on runtime w.rt, owner thread) into w.rt's list of waiters
+/// for tasks of other runtimes.
+[[gnu::cold, gnu::noinline]] inline void link_join_waiter(JoinWaiter& w, std::atomic<std::uintptr_t>& join) noexcept {
+    if (!w.rt) // a coroutine outside any runtime: its wake-up is a resumption on the task's thread
+        return;
+    w.join = &join;
+    RuntimeAccess::link_join_waiter(*w.rt, w);
+}
+inline void unlink_join_waiter(JoinWaiter& w) noexcept { RuntimeAccess::unlink_join_waiter(*w.rt, w); }
+/// A linked waiter that was woken (owner thread): when the task ended on another runtime,
+/// waits until that end let go of it (a task that moved here ended on this thread); unlinks it.
+[[gnu::cold, gnu::noinline]] inline void finish_linked_wait(JoinWaiter& w, PromiseBase& task) noexcept {
+    if (std::atomic_ref<Runtime*>(task.owner_).load(std::memory_order_acquire) != w.rt)
+        w.wait_released();
+    unlink_join_waiter(w);
+}
+/// Takes a linked waiter back (owner thread): it stops waiting for the task, or, when the
+/// task's end took it already, waits until that end let go of it. Unlinks it.
+void withdraw_join_waiter(JoinWaiter& w) noexcept;
+/// The task's end waking a coroutine waiter on another runtime: posts its resumption there,
+/// then lets go of the waiter (its last touch).
+void wake_join_waiter(JoinWaiter& w);
 
 } // namespace detail
 
@@ -106,7 +160,7 @@ public:
 
     struct Awaiter : detail::Waitable {
         JoinHandle* jh;
-        detail::JoinWaiter w{};
+        detail::JoinWaiter w;
         detail::CancelCtx* ctx = nullptr;
         explicit Awaiter(JoinHandle* j) noexcept : jh(j) { cancel_fn = &cancel_child; }
         static void cancel_child(detail::Waitable* self) noexcept {
@@ -123,14 +177,21 @@ public:
             std::uintptr_t s = jh->h_.promise().join_.load(std::memory_order_acquire);
             return s == detail::join_completed || s == detail::join_abandoned;
         }
+        // A frame waiting here is destroyed only by its runtime's shutdown, which withdraws
+        // a linked waiter first: no destructor needed.
         template <class P>
         [[gnu::always_inline]] bool await_suspend(std::coroutine_handle<P> h) noexcept {
             w.h = h;
             w.rt = detail::t_current;
+            auto& p = jh->h_.promise();
             std::uintptr_t expected = detail::join_running;
-            if (!jh->h_.promise().join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&w),
-                                                                std::memory_order_acq_rel, std::memory_order_acquire))
+            if (!p.join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&w),
+                                                 std::memory_order_acq_rel, std::memory_order_acquire))
                 return false;
+            // The task's end may run on another thread from here on, but it touches only h,
+            // rt and released of the waiter.
+            if (std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire) != w.rt) [[unlikely]]
+                detail::link_join_waiter(w, p.join_);
             if ((ctx = detail::ctx_of(h))) {
                 ctx->waiting = this;
                 if (ctx->cancelled)
@@ -138,9 +199,11 @@ public:
             }
             return true;
         }
-        T await_resume() {
+        [[gnu::always_inline]] T await_resume() {
             if (ctx)
                 ctx->waiting = nullptr;
+            if (w.linked) [[unlikely]]
+                detail::finish_linked_wait(w, jh->h_.promise());
             return jh->take();
         }
     };
@@ -170,16 +233,16 @@ public:
     }
 
 private:
-    T take() {
-        if (!h_)
-            throw std::logic_error("ringo: JoinHandle awaited twice, or after detach");
+    [[gnu::always_inline]] T take() {
+        if (!h_) [[unlikely]]
+            detail::throw_join_misuse();
         handle_type h = std::exchange(h_, {});
         struct Free {
             handle_type h;
             ~Free() { h.destroy(); }
         } free{h};
-        if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned)
-            throw std::runtime_error("ringo: the task's runtime was destroyed before it finished");
+        if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned) [[unlikely]]
+            detail::throw_join_abandoned();
         return h.promise().join_result(); // an exception goes to the joiner; nothing is reported
     }
     handle_type h_{};

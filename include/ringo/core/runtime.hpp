@@ -248,6 +248,12 @@ private:
     /// Where exceptions of this runtime's detached tasks are reported (see ExceptionSink).
     detail::ExceptionSink& exception_sink() noexcept { return *exc_sink_; }
 
+    // Coroutines of this runtime waiting for tasks of other runtimes (detail::JoinWaiter):
+    // shutdown withdraws them before this runtime goes.
+    void link_join_waiter(detail::JoinWaiter& w) noexcept;
+    void unlink_join_waiter(detail::JoinWaiter& w) noexcept;
+    void withdraw_join_waiters() noexcept;
+
     void run(std::coroutine_handle<> root);
     void run_ready();
     void step_with_work_or_timers();
@@ -351,7 +357,8 @@ private:
     std::uint64_t tasks_spawned_ = 0;
     detail::ExceptionSinkRef exc_sink_;
     std::uint64_t backpressure_ = 0;
-    detail::TaskList tasks_; // live spawned tasks
+    detail::TaskList tasks_;                     // live spawned tasks
+    detail::JoinWaiter* join_waiters_ = nullptr; // linked JoinWaiters of this runtime's coroutines
     detail::TimerHeap timers_;
 
     // What other threads post here, and how they wake this runtime.
@@ -390,6 +397,8 @@ struct RuntimeAccess {
     static void finish_outgoing_wakes(Runtime& rt) noexcept { rt.finish_outgoing_wakes(); }
     static ExceptionSink& exception_sink(Runtime& rt) noexcept { return rt.exception_sink(); }
     static io_uring_sqe* unawaited_sqe(Runtime& rt) { return rt.unawaited_sqe(); }
+    static void link_join_waiter(Runtime& rt, JoinWaiter& w) noexcept { rt.link_join_waiter(w); }
+    static void unlink_join_waiter(Runtime& rt, JoinWaiter& w) noexcept { rt.unlink_join_waiter(w); }
 };
 
 } // namespace detail
