@@ -40,7 +40,7 @@ namespace ringo::net {
 ///     auto w = co_await s->write_all("ping");
 ///     char buf[4];
 ///     auto r = co_await s->read_exact(buf, sizeof buf);
-class TcpStream : public detail::StreamSocket {
+class TcpStream : public detail::StreamSocket<TcpStream> {
 public:
     TcpStream() noexcept = default;
     /// Takes ownership of a connected stream socket.
@@ -81,7 +81,7 @@ using Accepted = BasicAccepted<TcpStream>;
 /// accept and close are one operation awaited directly (no frame, no allocation); bind is a
 /// Task (socket, options, bind, listen); local_addr is getsockname(2). close does not wake
 /// an accept still waiting on the listener: cancel its task.
-class TcpListener : public detail::ListenerSocket<TcpStream> {
+class TcpListener : public detail::ListenerSocket<TcpListener, TcpStream> {
 public:
     TcpListener() noexcept = default;
     /// Takes ownership of a listening socket.

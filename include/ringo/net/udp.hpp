@@ -30,7 +30,7 @@ namespace ringo::net {
 ///     char buf[1500];
 ///     auto d = co_await s->recv_from(buf, sizeof buf);     // Result<Datagram>
 ///     if (d) co_await s->send_to(buf, d->size, d->peer);   // echo it back
-class UdpSocket : public detail::DatagramSocket {
+class UdpSocket : public detail::DatagramSocket<UdpSocket> {
 public:
     UdpSocket() noexcept = default;
     /// Takes ownership of a UDP socket.

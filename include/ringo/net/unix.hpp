@@ -29,7 +29,7 @@ namespace ringo::net {
 ///     auto s = co_await ringo::net::UnixStream::connect(*ringo::net::SocketAddr::unix_path("/run/app.sock"));
 ///     if (!s) co_return s.error();                 // ENOENT: no such file, ECONNREFUSED: nobody listens
 ///     auto w = co_await s->write_all("ping");
-class UnixStream : public detail::StreamSocket {
+class UnixStream : public detail::StreamSocket<UnixStream> {
 public:
     UnixStream() noexcept = default;
     /// Takes ownership of a connected Unix-domain stream socket.
@@ -69,7 +69,7 @@ using UnixAccepted = BasicAccepted<UnixStream>;
 ///
 ///     auto l = co_await ringo::net::UnixListener::bind(*ringo::net::SocketAddr::unix_abstract("app"));
 ///     auto c = co_await l->accept();                // Result<UnixAccepted>
-class UnixListener : public detail::ListenerSocket<UnixStream> {
+class UnixListener : public detail::ListenerSocket<UnixListener, UnixStream> {
 public:
     UnixListener() noexcept = default;
     /// Takes ownership of a listening socket.
@@ -92,8 +92,9 @@ public:
 /// between two sockets: a send waits while the receiver's queue is full.
 ///
 /// A sender that did not bind has no address: the receiver's recv_from gives an empty
-/// SocketAddr (AF_UNSPEC, size 0) as its peer, which cannot be answered. Bind both ends (or use pair()) to talk both ways.
-class UnixDatagram : public detail::DatagramSocket {
+/// SocketAddr (AF_UNSPEC, size 0) as its peer, which cannot be answered. Bind both ends (or use pair()) to talk both
+/// ways.
+class UnixDatagram : public detail::DatagramSocket<UnixDatagram> {
 public:
     UnixDatagram() noexcept = default;
     /// Takes ownership of a Unix-domain datagram socket.

@@ -118,18 +118,19 @@ private:
 /// (no frame, no allocation). In a cancelled task every operation yields ECANCELED without
 /// being submitted, except close(). Buffers must stay valid until the await ends; the
 /// addresses are copied into the awaitable.
-class DatagramSocket : public SocketBase {
+template <class Derived>
+class DatagramSocket : public SocketBase<Derived> {
 public:
     /// Sets the default peer (IORING_OP_CONNECT): send and recv then go to and come from it
     /// only, and an error the peer reports (ECONNREFUSED: nothing listens there) comes back
     /// from a later send or recv. No packet is sent.
-    ConnectAwait connect(const SocketAddr& peer) noexcept { return ConnectAwait(op::FileRef(fd_), peer); }
+    ConnectAwait connect(const SocketAddr& peer) noexcept { return ConnectAwait(op::FileRef(this->fd_), peer); }
 
     /// Sends one datagram to the connected peer: the bytes sent (all of them) or the error
     /// (EMSGSIZE when it is too long for one datagram, EDESTADDRREQ when not connected,
     /// ECONNREFUSED after the peer said nothing listens). One IORING_OP_SEND.
     SendAwait send(const void* buf, std::size_t len) noexcept {
-        return SendAwait(op::FileRef(fd_), buf, len, MSG_NOSIGNAL);
+        return SendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL);
     }
     SendAwait send(std::span<const std::byte> buf) noexcept { return send(buf.data(), buf.size()); }
     SendAwait send(std::string_view s) noexcept { return send(s.data(), s.size()); }
@@ -137,13 +138,13 @@ public:
     /// Receives one datagram (from the connected peer, if connected): the bytes stored. A
     /// datagram longer than `len` is cut to `len` and the rest is lost, without a sign of it:
     /// use recv_from to see it. One IORING_OP_RECV.
-    RecvAwait recv(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(fd_), buf, len, 0); }
+    RecvAwait recv(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(this->fd_), buf, len, 0); }
     RecvAwait recv(std::span<std::byte> buf) noexcept { return recv(buf.data(), buf.size()); }
 
     /// Sends one datagram to `to`. One IORING_OP_SENDMSG (the address, msghdr and iovec in
     /// the awaitable).
     SendToAwait send_to(const void* buf, std::size_t len, const SocketAddr& to) noexcept {
-        return SendToAwait(op::FileRef(fd_), buf, len, to);
+        return SendToAwait(op::FileRef(this->fd_), buf, len, to);
     }
     SendToAwait send_to(std::span<const std::byte> buf, const SocketAddr& to) noexcept {
         return send_to(buf.data(), buf.size(), to);
@@ -152,15 +153,17 @@ public:
 
     /// Receives one datagram: Datagram{size, peer, truncated}. A datagram longer than `len`
     /// fills the buffer and has `truncated` set. One IORING_OP_RECVMSG with MSG_TRUNC.
-    RecvFromAwait recv_from(void* buf, std::size_t len) noexcept { return RecvFromAwait(op::FileRef(fd_), buf, len); }
+    RecvFromAwait recv_from(void* buf, std::size_t len) noexcept {
+        return RecvFromAwait(op::FileRef(this->fd_), buf, len);
+    }
     RecvFromAwait recv_from(std::span<std::byte> buf) noexcept { return recv_from(buf.data(), buf.size()); }
 
     /// The connected peer's address (getpeername; ENOTCONN when not connected).
-    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(fd_.get(), true); }
+    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(this->fd_.get(), true); }
 
 protected:
     DatagramSocket() noexcept = default;
-    explicit DatagramSocket(Fd fd) noexcept : SocketBase(std::move(fd)) {}
+    explicit DatagramSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 
 } // namespace detail

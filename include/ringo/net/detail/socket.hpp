@@ -14,6 +14,7 @@
 
 #include <ringo/compose/timeout.hpp>
 #include <ringo/core/task.hpp>
+#include <ringo/io/detail/owns_fd.hpp>
 #include <ringo/io/detail/result_op.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
@@ -35,22 +36,6 @@ using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result
 
 using RecvAwait = ResultOp<op::Recv, std::size_t>; // read / recv: the bytes received
 using SendAwait = ResultOp<op::Send, std::size_t>; // write / send: the bytes sent
-
-/// What close() returns: Fd::close (a release operation: it runs in a cancelled task too, and
-/// is not interrupted), its result as a Result<void>.
-class [[nodiscard]] CloseAwait {
-public:
-    explicit CloseAwait(int fd) noexcept : close_(fd) {}
-    bool await_ready() noexcept { return close_.await_ready(); }
-    template <class P>
-    bool await_suspend(std::coroutine_handle<P> h) {
-        return close_.await_suspend(h);
-    }
-    Result<void> await_resume() noexcept { return Result<void>::from_res(close_.await_resume()); }
-
-private:
-    FdClose close_;
-};
 
 /// A new socket (`type` | SOCK_CLOEXEC): IORING_OP_SOCKET, or socket(2) on a kernel before
 /// 5.19. The descriptor or -errno.
@@ -90,28 +75,18 @@ inline Result<bool> get_flag(int fd, int level, int name) noexcept {
 }
 
 /// What the socket types of ringo::net have in common: an owned descriptor (an Fd, closed
-/// when the object goes, on every path), close, local_addr and access to the descriptor.
-class SocketBase {
+/// when the object goes, on every path), close, take_fd, dup_of (ringo::detail::OwnsFd, the
+/// I/O layer's base of every type owning one descriptor) and local_addr. `Derived` is the
+/// socket type itself.
+template <class Derived>
+class SocketBase : public ringo::detail::OwnsFd<Derived> {
 public:
     /// This end's address (getsockname).
-    [[nodiscard]] Result<SocketAddr> local_addr() const noexcept { return sock_name(fd_.get(), false); }
-
-    /// Closes it now and reports the close's error (the destructor cannot); EBADF when it
-    /// owned none. Runs in a cancelled task too. Afterwards every operation yields EBADF.
-    CloseAwait close() noexcept { return CloseAwait(fd_.release()); }
-
-    /// The owned descriptor (to pass to an op::).
-    [[nodiscard]] const Fd& fd() const noexcept { return fd_; }
-    /// Takes the descriptor out: the caller owns it, and the socket is closed.
-    [[nodiscard]] Fd take_fd() noexcept { return std::move(fd_); }
-    [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
-    explicit operator bool() const noexcept { return fd_.valid(); }
+    [[nodiscard]] Result<SocketAddr> local_addr() const noexcept { return sock_name(this->fd_.get(), false); }
 
 protected:
     SocketBase() noexcept = default;
-    explicit SocketBase(Fd fd) noexcept : fd_(std::move(fd)) {}
-
-    Fd fd_;
+    explicit SocketBase(Fd fd) noexcept : ringo::detail::OwnsFd<Derived>(std::move(fd)) {}
 };
 
 /// The plain parts of setting up a socket (what follows `socket` when bind_as makes one).

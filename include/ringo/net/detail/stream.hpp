@@ -11,6 +11,7 @@
 #include <utility>
 
 #include <ringo/core/task.hpp>
+#include <ringo/io/detail/exact.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
@@ -43,17 +44,18 @@ using ShutdownAwait = ResultOp<op::Shutdown, void>;
 /// MSG_NOSIGNAL: a peer that has gone is EPIPE (or ECONNRESET), never SIGPIPE. In a cancelled
 /// task every operation yields ECANCELED without being submitted, except close(), which
 /// always closes. Buffers and the socket must stay valid until the await ends.
-class StreamSocket : public SocketBase {
+template <class Derived>
+class StreamSocket : public SocketBase<Derived> {
 public:
     /// Receives up to `len` bytes: the count, 0 when the peer has shut down its side (end of
     /// stream), or the error (ECONNRESET when the peer reset the connection). One IORING_OP_RECV.
-    RecvAwait read(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(fd_), buf, len, 0); }
+    RecvAwait read(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(this->fd_), buf, len, 0); }
     RecvAwait read(std::span<std::byte> buf) noexcept { return read(buf.data(), buf.size()); }
 
     /// Sends up to `len` bytes: the count sent, which may be short. One IORING_OP_SEND
     /// (MSG_NOSIGNAL).
     SendAwait write(const void* buf, std::size_t len) noexcept {
-        return SendAwait(op::FileRef(fd_), buf, len, MSG_NOSIGNAL);
+        return SendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL);
     }
     SendAwait write(std::span<const std::byte> buf) noexcept { return write(buf.data(), buf.size()); }
     SendAwait write(std::string_view s) noexcept { return write(s.data(), s.size()); }
@@ -62,16 +64,9 @@ public:
     /// net::Error::unexpected_eof (the bytes received so far are in `buf`).
     Task<Result<void>> read_exact(void* buf, std::size_t len) {
         auto* p = static_cast<std::byte*>(buf);
-        std::size_t done = 0;
-        while (done < len) {
-            int r = co_await op::recv(fd_, p + done, len - done, 0);
-            if (r < 0)
-                co_return errno_code(r);
-            if (r == 0)
-                co_return make_error_code(Error::unexpected_eof);
-            done += static_cast<std::size_t>(r);
-        }
-        co_return Result<void>{};
+        return ringo::detail::exact_loop(
+            [this, p, len](std::size_t done) { return op::recv(this->fd_, p + done, len - done, 0); }, len,
+            Error::unexpected_eof);
     }
     Task<Result<void>> read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 
@@ -79,16 +74,9 @@ public:
     /// nothing is net::Error::write_zero; a peer that has gone is EPIPE or ECONNRESET.
     Task<Result<void>> write_all(const void* buf, std::size_t len) {
         const auto* p = static_cast<const std::byte*>(buf);
-        std::size_t done = 0;
-        while (done < len) {
-            int r = co_await op::send(fd_, p + done, len - done, MSG_NOSIGNAL);
-            if (r < 0)
-                co_return errno_code(r);
-            if (r == 0)
-                co_return make_error_code(Error::write_zero);
-            done += static_cast<std::size_t>(r);
-        }
-        co_return Result<void>{};
+        return ringo::detail::exact_loop(
+            [this, p, len](std::size_t done) { return op::send(this->fd_, p + done, len - done, MSG_NOSIGNAL); }, len,
+            Error::write_zero);
     }
     Task<Result<void>> write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends: a temporary std::string is
@@ -98,14 +86,14 @@ public:
 
     /// shutdown(2) as IORING_OP_SHUTDOWN: SHUT_WR sends the end of stream (the peer's read
     /// yields 0) and keeps receiving; SHUT_RD, SHUT_RDWR.
-    ShutdownAwait shutdown(int how) noexcept { return ShutdownAwait(op::FileRef(fd_), how); }
+    ShutdownAwait shutdown(int how) noexcept { return ShutdownAwait(op::FileRef(this->fd_), how); }
 
     /// The peer's address (getpeername; ENOTCONN once the connection is gone).
-    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(fd_.get(), true); }
+    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(this->fd_.get(), true); }
 
 protected:
     StreamSocket() noexcept = default;
-    explicit StreamSocket(Fd fd) noexcept : SocketBase(std::move(fd)) {}
+    explicit StreamSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 
 /// One IORING_OP_ACCEPT (SOCK_CLOEXEC) whose peer address lives in the awaitable (in the
@@ -138,24 +126,24 @@ private:
 
 /// A listening socket whose connections are Streams (TcpListener, UnixListener): accept,
 /// incoming, and SocketBase's close, local_addr and descriptor access.
-template <class Stream>
-class ListenerSocket : public SocketBase {
+template <class Derived, class Stream>
+class ListenerSocket : public SocketBase<Derived> {
 public:
     /// Waits for the next connection: the stream (SOCK_CLOEXEC) and the peer's address. One
     /// IORING_OP_ACCEPT, awaited directly (no frame, no allocation). EMFILE/ENFILE when out of
     /// descriptors (the connection stays queued).
-    AcceptAwait<Stream> accept() noexcept { return AcceptAwait<Stream>(op::FileRef(fd_)); }
+    AcceptAwait<Stream> accept() noexcept { return AcceptAwait<Stream>(op::FileRef(this->fd_)); }
 
     /// The connections as a stream, from one multishot accept that stays armed (single
     /// accepts on a kernel without it): `auto c = co_await in.next();` yields each connection
     /// as a Result<Stream> (its peer's address: the stream's peer_addr()) or an error. One
     /// allocation here, none per connection; see net::Incoming. The listener must outlive
     /// the stream.
-    Incoming<Stream> incoming() { return Incoming<Stream>(op::FileRef(fd_)); }
+    Incoming<Stream> incoming() { return Incoming<Stream>(op::FileRef(this->fd_)); }
 
 protected:
     ListenerSocket() noexcept = default;
-    explicit ListenerSocket(Fd fd) noexcept : SocketBase(std::move(fd)) {}
+    explicit ListenerSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 
 } // namespace detail
