@@ -34,6 +34,7 @@
 #include <ringo/op/file_table.hpp>
 #include <ringo/op/flags.hpp>
 #include <ringo/op/futex.hpp>
+#include <ringo/op/interval.hpp>
 #include <ringo/op/msg_ring.hpp>
 #include <ringo/op/multishot.hpp>
 #include <ringo/op/pipe.hpp>
