@@ -302,6 +302,11 @@ Task<void> not_listening() {
     EXPECT_EQ(c.error(), std::errc::invalid_argument) << c.message();
     Result<TcpStream> c2 = co_await in.next();
     EXPECT_EQ(c2.error(), std::errc::invalid_argument);
+    TcpListener closed; // owns no descriptor
+    auto none = closed.incoming();
+    Result<TcpStream> c3 = co_await none.next();
+    EXPECT_EQ(c3.error(), std::errc::bad_file_descriptor) << c3.message();
+    EXPECT_TRUE(none.done());
 }
 
 TEST(Incoming, ASocketThatIsNotListening) { run(not_listening()); }
