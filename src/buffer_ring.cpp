@@ -54,6 +54,7 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     auto st = std::make_unique<detail::RingState>();
     auto next = std::make_unique<std::uint16_t[]>(entries);
     auto len = std::make_unique<std::uint32_t[]>(entries);
+    auto slot = std::make_unique<std::uint16_t[]>(entries);
     void* map = ::mmap(nullptr, ring_bytes + data_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED)
         throw std::system_error(errno, std::generic_category(),
@@ -71,13 +72,16 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     st->rearm_threshold = entries / 8 ? entries / 8 : 1;
     st->next = next.get();
     st->len = len.get();
+    st->slot = slot.get();
 
     // Every buffer goes into the ring before the kernel first looks at it.
     io_uring_buf_ring_init(st->br);
     const int mask = static_cast<int>(entries - 1);
-    for (unsigned i = 0; i < entries; ++i)
+    for (unsigned i = 0; i < entries; ++i) {
+        st->slot[i] = static_cast<std::uint16_t>(i);
         io_uring_buf_ring_add(st->br, st->addr(static_cast<std::uint16_t>(i)), st->buf_size,
                               static_cast<unsigned short>(i), mask, static_cast<int>(i));
+    }
     io_uring_buf_ring_advance(st->br, static_cast<int>(entries));
 
     // Only ring_addr, ring_entries and bgid are set: the other fields are reserved in older
@@ -94,6 +98,7 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     }
     next.release();
     len.release();
+    slot.release();
     s_ = st.release();
 }
 
@@ -118,6 +123,7 @@ void RingState::destroy(RingState* s) noexcept {
     ::munmap(s->map, s->map_bytes);
     delete[] s->next;
     delete[] s->len;
+    delete[] s->slot;
     delete s;
 }
 

@@ -4,17 +4,35 @@
 // forced with the probe override or the streams' test hooks.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include <ringo/buf/read_stream.hpp>
+#include <ringo/buf/recv_stream.hpp>
+#include <ringo/buf/recvmsg_stream.hpp>
 #include <ringo/op/interval.hpp>
+#include <ringo/op/poll_stream.hpp>
 
 #include "op_helpers.hpp"
 
 using ringo::Runtime;
 using ringo::Task;
+using ringo::buf::Buffer;
+using ringo::buf::BufferRing;
 namespace op = ringo::op;
+namespace buf = ringo::buf;
 using namespace ringo_test;
 using namespace std::chrono_literals;
 
@@ -211,6 +229,520 @@ TEST(Interval, RuntimeDestroyedWithAnIntervalInADetachedTask) {
     rt->block_on(spawn_ticker(&ticks));
     EXPECT_GE(ticks, 5);
     rt.reset(); // cancels the armed timeout, destroys the frame (the interval with it)
+}
+
+// --- shared helpers of the buffer-ring streams -----------------------------------------------
+
+/// The byte at position `i` of a test stream.
+unsigned char pattern(std::size_t i) { return static_cast<unsigned char>((i * 131u + (i >> 9) * 7u) & 0xff); }
+
+void fill_pattern(std::vector<unsigned char>& v, std::size_t from) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+        v[i] = pattern(from + i);
+}
+
+/// A connected AF_UNIX stream socketpair.
+struct StreamPair {
+    Fd a, b;
+    StreamPair() {
+        int sv[2];
+        if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+            std::abort();
+        a.reset(sv[0]);
+        b.reset(sv[1]);
+    }
+};
+
+/// Sends datagram `s` from `from` to `to`.
+void send_to(const UdpSocket& from, const UdpSocket& to, const std::string& s) {
+    EXPECT_EQ(::sendto(from.fd, s.data(), s.size(), 0, to.sa(), sizeof to.addr), static_cast<ssize_t>(s.size()));
+}
+
+/// Reads a whole buffer-ring stream, checking the pattern: bytes received, or -1 on a
+/// mismatch. Yields now and then so the kernel gets ahead and runs the ring dry.
+template <class S>
+Task<std::int64_t> drain_pattern(S& s) {
+    std::size_t got = 0, chunks = 0;
+    bool ok = true;
+    for (;;) {
+        Buffer b = co_await s.next();
+        if (!b)
+            break;
+        for (std::size_t i = 0; i < b.size(); ++i)
+            ok = ok && static_cast<unsigned char>(b.data()[i]) == pattern(got + i);
+        got += b.size();
+        if (++chunks % 16 == 0)
+            co_await ringo::yield();
+    }
+    co_return ok ? static_cast<std::int64_t>(got) : -1;
+}
+
+/// Writes `total` pattern bytes to `fd` (blocking), then closes it.
+std::thread write_pattern(int fd, std::size_t total) {
+    return std::thread([fd, total] {
+        std::vector<unsigned char> chunk(3000);
+        for (std::size_t off = 0; off < total;) {
+            chunk.resize(std::min<std::size_t>(3000, total - off));
+            fill_pattern(chunk, off);
+            ssize_t w = ::write(fd, chunk.data(), chunk.size());
+            if (w <= 0)
+                break;
+            off += static_cast<std::size_t>(w);
+        }
+        ::close(fd);
+    });
+}
+
+Task<Buffer> next_buffer(buf::ReadStream& s) {
+    Buffer b = co_await s.next();
+    co_return b;
+}
+
+// --- read_multishot --------------------------------------------------------------------------
+
+Task<void> read_pipe_in_order(Runtime& rt, bool expect_multishot) {
+    Pipe p;
+    BufferRing ring(rt, op::BufferGroup{40}, 4, 256); // 1 KiB of ring against 200 KiB
+    constexpr std::size_t total = 200 * 1024;
+    std::thread writer = write_pattern(p.w.release(), total);
+    auto s = buf::read_multishot(p.r, ring);
+    EXPECT_EQ(s.multishot(), expect_multishot);
+    std::int64_t got = co_await drain_pattern(s);
+    writer.join();
+    EXPECT_EQ(got, static_cast<std::int64_t>(total));
+    EXPECT_EQ(s.result(), 0); // end of file
+    EXPECT_TRUE(s.done());
+    EXPECT_GT(ring.stats().buffers_lent, 4u);
+    if (expect_multishot)
+        EXPECT_GT(ring.stats().enobufs, 0u) << "the ring never ran dry";
+    EXPECT_EQ(ring.lent(), 0u);
+}
+
+TEST(ReadStream, PipeInOrderThroughADryRing) {
+    Runtime rt;
+    int fds = open_fds();
+    rt.block_on(read_pipe_in_order(rt, true));
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    EXPECT_EQ(open_fds(), fds);
+}
+
+TEST(ReadStream, FallbackWithoutReadMultishot) {
+    Runtime rt;
+    rt.probe().set_supported(ringo::uring::compat::opcode::read_multishot, false);
+    rt.block_on(read_pipe_in_order(rt, false));
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+/// Holding every buffer parks the stream (-ENOBUFS); giving one back resumes it.
+Task<void> read_park_and_resume(Runtime& rt) {
+    Pipe p;
+    BufferRing ring(rt, op::BufferGroup{41}, 2, 4);
+    ring.set_rearm_threshold(2);
+    auto s = buf::read_multishot(p.r, ring);
+    EXPECT_EQ(::write(p.w, "abcdefghijkl", 12), 12);
+    Buffer a = co_await s.next();
+    Buffer b = co_await s.next();
+    co_await settle(8);
+    EXPECT_EQ(a.view(), "abcd");
+    EXPECT_EQ(b.view(), "efgh");
+    EXPECT_TRUE(s.parked());
+    EXPECT_FALSE(s.armed());
+    a.reset(); // one back: below the threshold, but the reader waits in next() below
+    Buffer c = co_await s.next();
+    EXPECT_EQ(c.view(), "ijkl");
+    EXPECT_GE(s.rearms(), 1u);
+    p.w.reset();
+    b.reset();
+    c.reset();
+    Buffer end = co_await s.next();
+    EXPECT_FALSE(end);
+    EXPECT_EQ(end.result(), 0);
+}
+
+TEST(ReadStream, DryRingParksAndResumes) {
+    Runtime rt;
+    rt.block_on(read_park_and_resume(rt));
+    rt.probe().set_supported(ringo::uring::compat::opcode::read_multishot, false);
+    rt.block_on(read_park_and_resume(rt));
+}
+
+/// A task waiting in next() is cancelled: -ECANCELED, the stream ends, nothing in flight.
+Task<void> read_cancelled(Runtime& rt) {
+    Pipe p;
+    BufferRing ring(rt, op::BufferGroup{42}, 4, 64);
+    auto s = buf::read_multishot(p.r, ring);
+    auto h = ringo::spawn(next_buffer(s));
+    co_await settle();
+    h.cancel();
+    Buffer b = co_await h;
+    EXPECT_EQ(b.result(), -ECANCELED);
+    EXPECT_TRUE(s.done());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(ReadStream, CancelledTask) {
+    Runtime rt;
+    rt.block_on(read_cancelled(rt));
+    rt.probe().set_supported(ringo::uring::compat::opcode::read_multishot, false);
+    rt.block_on(read_cancelled(rt));
+}
+
+/// Streams dropped while armed, with data queued: everything comes back to the ring, the
+/// nodes to their pool, the operations out of the kernel.
+Task<void> read_drop_armed(Runtime& rt, BufferRing& ring, int rounds) {
+    for (int i = 0; i < rounds; ++i) {
+        Pipe p;
+        auto s = buf::read_multishot(p.r, ring);
+        if (i % 2) {
+            EXPECT_EQ(::write(p.w, "xy", 2), 2);
+            co_await settle(2);
+        }
+    }
+    co_await settle();
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    EXPECT_EQ(ring.lent(), 0u);
+}
+
+TEST(ReadStream, DroppedWhileArmedLeaksNothing) {
+    Runtime rt;
+    int fds = open_fds();
+    {
+        BufferRing ring(rt, op::BufferGroup{43}, 4, 64);
+        rt.block_on(read_drop_armed(rt, ring, 200));
+    }
+    EXPECT_EQ(open_fds(), fds);
+}
+
+Task<void> read_errors(Runtime& rt) {
+    BufferRing ring(rt, op::BufferGroup{44}, 4, 64);
+    TempDir dir;
+    Fd f(::open((dir.path() / "f").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
+    auto s = buf::read_multishot(f, ring); // a regular file cannot be polled
+    Buffer b = co_await s.next();
+    EXPECT_EQ(b.result(), -EBADFD);
+    auto bad = buf::read_multishot(op::FileRef(1 << 20), ring);
+    b = co_await bad.next();
+    EXPECT_EQ(b.result(), -EBADF);
+}
+
+TEST(ReadStream, ErrorsEndTheStream) {
+    Runtime rt;
+    rt.block_on(read_errors(rt));
+}
+
+// --- poll_stream -----------------------------------------------------------------------------
+
+Task<int> next_mask(op::PollStream& s) {
+    int m = co_await s.next();
+    co_return m;
+}
+
+Task<void> poll_each_readiness(Runtime& rt) {
+    Fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    auto ps = op::poll_stream(efd, POLLIN);
+    auto h = ringo::spawn(next_mask(ps));
+    co_await settle();
+    std::uint64_t one = 1, v = 0;
+    EXPECT_EQ(::write(efd, &one, 8), 8);
+    int m = co_await h;
+    EXPECT_EQ(m, POLLIN);
+    EXPECT_EQ(::read(efd, &v, 8), 8); // consume: edge-triggered
+    // Two readinesses before the reader looks merge into one mask.
+    EXPECT_EQ(::write(efd, &one, 8), 8);
+    co_await settle();
+    EXPECT_EQ(::read(efd, &v, 8), 8);
+    EXPECT_EQ(::write(efd, &one, 8), 8);
+    co_await settle();
+    EXPECT_EQ(ps.events_seen(), 3u);
+    m = co_await ps.next();
+    EXPECT_EQ(m, POLLIN);
+    EXPECT_TRUE(ps.armed());
+    // A cancelled reader resumes at once; the poll stays armed and sees the next event.
+    auto h2 = ringo::spawn(next_mask(ps));
+    co_await settle();
+    h2.cancel();
+    EXPECT_EQ(co_await h2, -ECANCELED);
+    EXPECT_TRUE(ps.armed());
+    EXPECT_EQ(::read(efd, &v, 8), 8);
+    EXPECT_EQ(::write(efd, &one, 8), 8);
+    m = co_await ps.next();
+    EXPECT_EQ(m, POLLIN);
+    ps.cancel();
+    m = co_await ps.next();
+    EXPECT_EQ(m, -ECANCELED);
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(PollStream, EachReadinessInOrderAndCancel) {
+    Runtime rt;
+    rt.block_on(poll_each_readiness(rt));
+}
+
+Task<void> poll_drop_armed(Runtime& rt) {
+    Pipe p;
+    for (int i = 0; i < 500; ++i) {
+        auto ps = op::poll_stream(p.r, POLLIN);
+        if (i % 2)
+            co_await op::nop();
+    }
+    auto bad = op::poll_stream(op::FileRef(1 << 20), POLLIN);
+    int m = co_await bad.next();
+    EXPECT_EQ(m, -EBADF);
+    co_await settle();
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(PollStream, DroppedWhileArmedAndErrors) {
+    Runtime rt;
+    rt.block_on(poll_drop_armed(rt));
+}
+
+// --- recvmsg_multishot -----------------------------------------------------------------------
+
+Task<void> udp_datagrams_in_order(Runtime& rt) {
+    UdpSocket server, c1, c2;
+    BufferRing ring(rt, op::BufferGroup{50}, 8, 512);
+    auto s = buf::recvmsg_multishot(server.fd, ring);
+    send_to(c1, server, "one");
+    send_to(c2, server, "two");
+    send_to(c1, server, "");
+    send_to(c2, server, std::string(1000, 'x')); // longer than what a buffer holds
+    std::vector<std::string> got;
+    std::vector<int> ports;
+    for (int i = 0; i < 4; ++i) {
+        buf::Message m = co_await s.next();
+        EXPECT_TRUE(m);
+        if (!m)
+            break;
+        EXPECT_EQ(m.name_len(), sizeof(sockaddr_in));
+        if (!m.name())
+            break;
+        ports.push_back(ntohs(reinterpret_cast<const sockaddr_in*>(m.name())->sin_port));
+        got.emplace_back(m.view());
+        EXPECT_EQ(m.truncated(), i == 3);
+    }
+    EXPECT_EQ(got.size(), 4u);
+    if (got.size() != 4u)
+        co_return;
+    EXPECT_EQ(got[0], "one");
+    EXPECT_EQ(got[1], "two");
+    EXPECT_EQ(got[2], "");
+    EXPECT_EQ(got[3], std::string(512 - sizeof(io_uring_recvmsg_out) - sizeof(sockaddr_storage), 'x'));
+    EXPECT_EQ(ports[0], ntohs(c1.addr.sin_port));
+    EXPECT_EQ(ports[1], ntohs(c2.addr.sin_port));
+    EXPECT_EQ(ports[2], ntohs(c1.addr.sin_port));
+    EXPECT_EQ(ring.lent(), 0u);
+}
+
+TEST(RecvMsgStream, UdpDatagramsInOrderWithTheirSenders) {
+    Runtime rt;
+    rt.block_on(udp_datagrams_in_order(rt));
+    rt.block_on(settle());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+/// More datagrams than buffers while the reader holds them: -ENOBUFS parks the stream, the
+/// datagrams wait in the socket, and all arrive in order once buffers come back.
+Task<void> udp_dry_ring(Runtime& rt) {
+    UdpSocket server, client;
+    BufferRing ring(rt, op::BufferGroup{51}, 2, 512);
+    auto s = buf::recvmsg_multishot(server.fd, ring);
+    for (int i = 0; i < 10; ++i)
+        send_to(client, server, "d" + std::to_string(i));
+    buf::Message a = co_await s.next();
+    buf::Message b = co_await s.next();
+    co_await settle(8);
+    EXPECT_TRUE(s.parked());
+    EXPECT_GT(ring.stats().enobufs, 0u);
+    EXPECT_EQ(a.view(), "d0");
+    EXPECT_EQ(b.view(), "d1");
+    a.reset();
+    b.reset();
+    for (int i = 2; i < 10; ++i) {
+        buf::Message m = co_await s.next();
+        EXPECT_EQ(m.view(), "d" + std::to_string(i));
+    }
+}
+
+TEST(RecvMsgStream, DryRingParksAndResumesInOrder) {
+    Runtime rt;
+    rt.block_on(udp_dry_ring(rt));
+}
+
+Task<buf::Message> next_message(buf::RecvMsgStream& s) {
+    buf::Message m = co_await s.next();
+    co_return m;
+}
+
+Task<void> udp_cancel_drop_errors(Runtime& rt) {
+    UdpSocket server, client;
+    BufferRing ring(rt, op::BufferGroup{52}, 4, 512);
+    {
+        auto s = buf::recvmsg_multishot(server.fd, ring);
+        auto h = ringo::spawn(next_message(s));
+        co_await settle();
+        h.cancel();
+        buf::Message m = co_await h;
+        EXPECT_EQ(m.result(), -ECANCELED);
+        EXPECT_TRUE(s.done());
+    }
+    for (int i = 0; i < 100; ++i) { // dropped while armed, sometimes with datagrams queued
+        auto s = buf::recvmsg_multishot(server.fd, ring);
+        if (i % 2) {
+            send_to(client, server, "q");
+            co_await settle(2);
+        }
+    }
+    auto small = buf::recvmsg_multishot(server.fd, ring, 4096); // no room left for a payload
+    buf::Message m = co_await small.next();
+    EXPECT_EQ(m.result(), -EINVAL);
+    Pipe p;
+    auto notsock = buf::recvmsg_multishot(p.r, ring);
+    m = co_await notsock.next();
+    EXPECT_EQ(m.result(), -ENOTSOCK);
+    co_await settle();
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    EXPECT_EQ(ring.lent(), 0u);
+}
+
+TEST(RecvMsgStream, CancelledTaskDropWhileArmedAndErrors) {
+    Runtime rt;
+    int fds = open_fds();
+    rt.block_on(udp_cancel_drop_errors(rt));
+    EXPECT_EQ(open_fds(), fds);
+}
+
+// --- recv_bundle -----------------------------------------------------------------------------
+
+/// 4 KiB sent before the stream arms, into a ring of 64-byte buffers: with bundles a CQE
+/// carries many buffers. Returns the CQEs the runtime reaped meanwhile.
+Task<std::uint64_t> bundle_burst(Runtime& rt, std::uint16_t group, bool bundle, bool expect_bundles) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{group}, 128, 64);
+    std::vector<unsigned char> data(4096);
+    fill_pattern(data, 0);
+    EXPECT_EQ(::send(sp.b, data.data(), data.size(), 0), 4096);
+    std::uint64_t cqes0 = rt.stats().cqes;
+    auto s = bundle ? buf::recv_bundle(sp.a, ring) : buf::recv_multishot(sp.a, ring);
+    EXPECT_EQ(s.bundles(), expect_bundles);
+    std::size_t got = 0;
+    bool ok = true;
+    while (got < 4096) {
+        Buffer b = co_await s.next();
+        if (!b)
+            break;
+        EXPECT_LE(b.size(), 64u);
+        for (std::size_t i = 0; i < b.size(); ++i)
+            ok = ok && static_cast<unsigned char>(b.data()[i]) == pattern(got + i);
+        got += b.size();
+    }
+    std::uint64_t cqes = rt.stats().cqes - cqes0;
+    EXPECT_EQ(got, 4096u);
+    EXPECT_TRUE(ok);
+    co_return cqes;
+}
+
+TEST(RecvBundle, OneCqeCarriesManyBuffersInOrder) {
+    Runtime rt;
+    if (!(rt.features() & ringo::uring::compat::feat::recvsend_bundle))
+        GTEST_SKIP() << "kernel without IORING_FEAT_RECVSEND_BUNDLE";
+    std::uint64_t with = rt.block_on(bundle_burst(rt, 60, true, true));
+    std::uint64_t without = rt.block_on(bundle_burst(rt, 63, false, false));
+    EXPECT_GE(without, 64u); // one CQE per buffer
+    EXPECT_LT(with, 16u) << "no bundles seen";
+    rt.block_on(settle());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(RecvBundle, FallbackWithoutTheFeature) {
+    Runtime rt;
+    buf::detail::bundle_force_fallback = true;
+    std::uint64_t cqes = rt.block_on(bundle_burst(rt, 64, true, false));
+    buf::detail::bundle_force_fallback = false;
+    EXPECT_GE(cqes, 64u);
+}
+
+Task<void> bundle_through_dry_ring(Runtime& rt) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{61}, 4, 64); // 256 bytes of ring against 200 KiB
+    constexpr std::size_t total = 200 * 1024;
+    std::thread writer = write_pattern(sp.b.release(), total);
+    auto s = buf::recv_bundle(sp.a, ring);
+    std::int64_t got = co_await drain_pattern(s);
+    ::shutdown(sp.a, SHUT_RDWR);
+    writer.join();
+    EXPECT_EQ(got, static_cast<std::int64_t>(total));
+    EXPECT_EQ(s.result(), 0);
+    EXPECT_EQ(ring.lent(), 0u);
+    EXPECT_EQ(ring.available(), 4u);
+}
+
+/// A bundle takes both buffers of the ring, the rest of the data ends the multishot with
+/// -ENOBUFS: the stream parks, and resumes when the reader gives a buffer back and waits.
+Task<void> bundle_park_and_resume(Runtime& rt, bool expect_bundles) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{65}, 2, 4);
+    ring.set_rearm_threshold(2);
+    EXPECT_EQ(::send(sp.b, "abcdefghijkl", 12, 0), 12);
+    auto s = buf::recv_bundle(sp.a, ring);
+    EXPECT_EQ(s.bundles(), expect_bundles);
+    Buffer a = co_await s.next();
+    Buffer b = co_await s.next();
+    co_await settle(8);
+    EXPECT_EQ(a.view(), "abcd");
+    EXPECT_EQ(b.view(), "efgh");
+    EXPECT_TRUE(s.parked()); // -ENOBUFS, or a bundle's last CQE with the ring empty
+    EXPECT_FALSE(s.armed());
+    if (!expect_bundles)
+        EXPECT_GT(ring.stats().enobufs, 0u);
+    a.reset();
+    Buffer c = co_await s.next();
+    EXPECT_EQ(c.view(), "ijkl");
+    EXPECT_GE(s.rearms(), 1u);
+    sp.b.reset();
+    b.reset();
+    c.reset();
+    Buffer end = co_await s.next();
+    EXPECT_FALSE(end);
+    EXPECT_EQ(end.result(), 0);
+}
+
+TEST(RecvBundle, DryRingParksAndResumes) {
+    Runtime rt;
+    bool bundles = (rt.features() & ringo::uring::compat::feat::recvsend_bundle) != 0;
+    rt.block_on(bundle_park_and_resume(rt, bundles));
+    rt.block_on(settle());
+    buf::detail::bundle_force_fallback = true;
+    rt.block_on(bundle_park_and_resume(rt, false));
+    buf::detail::bundle_force_fallback = false;
+}
+
+TEST(RecvBundle, InOrderThroughADryRing) {
+    Runtime rt;
+    rt.block_on(bundle_through_dry_ring(rt));
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+Task<void> bundle_drop_armed(Runtime& rt) {
+    BufferRing ring(rt, op::BufferGroup{62}, 16, 64);
+    for (int i = 0; i < 100; ++i) {
+        StreamPair sp;
+        auto s = buf::recv_bundle(sp.a, ring);
+        if (i % 2) {
+            EXPECT_EQ(::send(sp.b, std::string(300, 'z').data(), 300, 0), 300);
+            co_await settle(2);
+        }
+    }
+    co_await settle();
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    EXPECT_EQ(ring.lent(), 0u);
+}
+
+TEST(RecvBundle, DroppedWhileArmedLeaksNothing) {
+    Runtime rt;
+    int fds = open_fds();
+    rt.block_on(bundle_drop_armed(rt));
+    EXPECT_EQ(open_fds(), fds);
 }
 
 } // namespace

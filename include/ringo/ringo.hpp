@@ -39,6 +39,7 @@
 #include <ringo/op/multishot.hpp>
 #include <ringo/op/pipe.hpp>
 #include <ringo/op/poll.hpp>
+#include <ringo/op/poll_stream.hpp>
 #include <ringo/op/probe.hpp>
 #include <ringo/op/process.hpp>
 #include <ringo/op/raw.hpp>
@@ -47,7 +48,9 @@
 
 #include <ringo/buf/buffer_ring.hpp>
 #include <ringo/buf/buffer_table.hpp>
+#include <ringo/buf/read_stream.hpp>
 #include <ringo/buf/recv_stream.hpp>
+#include <ringo/buf/recvmsg_stream.hpp>
 
 #include <ringo/sync/channel.hpp>
 #include <ringo/sync/condition_variable.hpp>

@@ -28,7 +28,8 @@ class Buffer;
 
 namespace detail {
 
-struct RecvNode;
+template <class D>
+struct BufferNode;
 
 /// Something that waits for buffers of a ring to come back: a stream whose multishot
 /// operation ended with -ENOBUFS. The ring calls `on_buffers` (owner thread, never from
@@ -62,6 +63,9 @@ struct RingState {
     // in at most one queue), so queueing a result never allocates.
     std::uint16_t* next = nullptr;
     std::uint32_t* len = nullptr;
+    // The ring position each buffer was last published at: a bundle's CQE names its first
+    // buffer only, and the others are the entries that follow it.
+    std::uint16_t* slot = nullptr;
     BufferWaiter* waiters_head = nullptr; // parked streams, FIFO
     BufferWaiter* waiters_tail = nullptr;
     std::uint64_t stat_lent = 0;    // buffers handed out over the ring's life
@@ -72,9 +76,12 @@ struct RingState {
         return data + static_cast<std::size_t>(bid) * buf_size;
     }
     [[nodiscard]] unsigned free_buffers() const noexcept { return entries - lent; }
+    /// The buffer id published at ring position `pos`.
+    [[nodiscard]] std::uint16_t bid_at(std::uint16_t pos) const noexcept { return br->bufs[pos & (entries - 1)].bid; }
 
     /// Puts buffer `bid` back at the ring's tail, visible to the kernel at once.
     void publish(std::uint16_t bid) noexcept {
+        slot[bid] = br->tail;
         io_uring_buf_ring_add(br, addr(bid), buf_size, bid, static_cast<int>(entries - 1), 0);
         io_uring_buf_ring_advance(br, 1);
     }
@@ -181,7 +188,8 @@ public:
 
 private:
     friend class BufferRing;
-    friend struct detail::RecvNode;
+    template <class D>
+    friend struct detail::BufferNode;
     Buffer(detail::RingState* r, std::uint16_t bid, std::uint32_t len) noexcept
         : ring_(r), res_(static_cast<int>(len)), bid_(bid) {}
     detail::RingState* ring_ = nullptr;

@@ -6,8 +6,11 @@
 // sees every CQE (op::has_more tells the last one apart) and calls rt.op_finished() at the
 // last. op::async_cancel(raw::completion_user_data(c)) ends any of them (final CQE
 // -ECANCELED); so do poll_remove and timeout_remove for their kinds. An error ends the
-// operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Multishot recv
-// into a buffer ring is also a stream: buf::recv_multishot(fd, ring) in buf/recv_stream.hpp.
+// operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Most of them are
+// also streams (one mechanism, op/detail/stream.hpp): ringo::interval (op/interval.hpp),
+// op::poll_stream (op/poll_stream.hpp), buf::recv_multishot and buf::recv_bundle
+// (buf/recv_stream.hpp), buf::read_multishot (buf/read_stream.hpp), buf::recvmsg_multishot
+// (buf/recvmsg_stream.hpp).
 //
 //   struct Log : ringo::detail::Completion { ... };   // fn = &on_cqe
 //   op::raw::queue(rt, log, [&](io_uring_sqe* s) { op::raw::prep_poll_multishot(s, fd, POLLIN); });
