@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -36,7 +38,9 @@ std::string describe_register_error(int err, unsigned group, unsigned entries, s
 
 } // namespace
 
-BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std::size_t buffer_size) : s_(nullptr) {
+BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std::size_t buffer_size,
+                       BufferRingOptions options)
+    : s_(nullptr) {
     if (!rt.on_owner_thread())
         throw std::logic_error("ringo: BufferRing: constructed on a thread that is not its Runtime's (a ring's "
                                "buffer groups are registered and used by the thread that created the Runtime)");
@@ -55,6 +59,16 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     auto next = std::make_unique<std::uint16_t[]>(entries);
     auto len = std::make_unique<std::uint32_t[]>(entries);
     auto slot = std::make_unique<std::uint16_t[]>(entries);
+    std::unique_ptr<std::uint32_t[]> off, qoff;
+    std::unique_ptr<std::uint16_t[]> users;
+    std::unique_ptr<std::uint8_t[]> done;
+    const bool want_inc = options.incremental && !detail::incremental_force_fallback;
+    if (want_inc) {
+        off = std::make_unique<std::uint32_t[]>(entries);
+        qoff = std::make_unique<std::uint32_t[]>(entries);
+        users = std::make_unique<std::uint16_t[]>(entries);
+        done = std::make_unique<std::uint8_t[]>(entries);
+    }
     void* map = ::mmap(nullptr, ring_bytes + data_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED)
         throw std::system_error(errno, std::generic_category(),
@@ -84,13 +98,34 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     }
     io_uring_buf_ring_advance(st->br, static_cast<int>(entries));
 
-    // Only ring_addr, ring_entries and bgid are set: the other fields are reserved in older
-    // kernel headers and flags (incremental rings ...) in newer ones; zero means neither.
+    // ring_addr, ring_entries and bgid, and the flags for an incremental ring; the other
+    // fields are reserved (zero).
     io_uring_buf_reg reg{};
     reg.ring_addr = reinterpret_cast<std::uint64_t>(st->br);
     reg.ring_entries = entries;
     reg.bgid = group.id;
-    if (int r = io_uring_register_buf_ring(&rt.ring().raw(), &reg, 0); r < 0) {
+    int r = -EINVAL;
+    if (want_inc) {
+        // The flags follow bgid (liburing 2.3 calls them `pad`, newer ones `flags`).
+        const std::uint16_t flags = uring::compat::pbuf_ring::inc;
+        std::memcpy(reinterpret_cast<unsigned char*>(&reg) + offsetof(io_uring_buf_reg, bgid) + sizeof reg.bgid, &flags,
+                    sizeof flags);
+        r = io_uring_register_buf_ring(&rt.ring().raw(), &reg, 0);
+        if (r == 0) {
+            st->inc = true;
+            st->off = off.release();
+            st->qoff = qoff.release();
+            st->users = users.release();
+            st->done = done.release();
+        } else if (r == -EINVAL) { // a kernel without incremental rings: a plain one
+            const std::uint16_t none = 0;
+            std::memcpy(reinterpret_cast<unsigned char*>(&reg) + offsetof(io_uring_buf_reg, bgid) + sizeof reg.bgid,
+                        &none, sizeof none);
+        }
+    }
+    if (!st->inc && r == -EINVAL) // not asked for, or refused
+        r = io_uring_register_buf_ring(&rt.ring().raw(), &reg, 0);
+    if (r < 0) {
         ::munmap(map, st->map_bytes);
         throw std::system_error(-r, std::generic_category(),
                                 describe_register_error(-r, group.id, entries, buffer_size,
@@ -124,6 +159,10 @@ void RingState::destroy(RingState* s) noexcept {
     delete[] s->next;
     delete[] s->len;
     delete[] s->slot;
+    delete[] s->off;
+    delete[] s->qoff;
+    delete[] s->users;
+    delete[] s->done;
     delete s;
 }
 

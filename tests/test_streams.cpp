@@ -253,6 +253,13 @@ struct StreamPair {
     }
 };
 
+/// "d<i>" (appended, not operator+: GCC 12 warns wrongly about that one at -O2).
+std::string datagram_name(int i) {
+    std::string s = "d";
+    s.append(std::to_string(i));
+    return s;
+}
+
 /// Sends datagram `s` from `from` to `to`.
 void send_to(const UdpSocket& from, const UdpSocket& to, const std::string& s) {
     EXPECT_EQ(::sendto(from.fd, s.data(), s.size(), 0, to.sa(), sizeof to.addr), static_cast<ssize_t>(s.size()));
@@ -313,8 +320,9 @@ Task<void> read_pipe_in_order(Runtime& rt, bool expect_multishot) {
     EXPECT_EQ(s.result(), 0); // end of file
     EXPECT_TRUE(s.done());
     EXPECT_GT(ring.stats().buffers_lent, 4u);
-    if (expect_multishot)
+    if (expect_multishot) {
         EXPECT_GT(ring.stats().enobufs, 0u) << "the ring never ran dry";
+    }
     EXPECT_EQ(ring.lent(), 0u);
 }
 
@@ -548,7 +556,7 @@ Task<void> udp_dry_ring(Runtime& rt) {
     BufferRing ring(rt, op::BufferGroup{51}, 2, 512);
     auto s = buf::recvmsg_multishot(server.fd, ring);
     for (int i = 0; i < 10; ++i)
-        send_to(client, server, "d" + std::to_string(i));
+        send_to(client, server, datagram_name(i));
     buf::Message a = co_await s.next();
     buf::Message b = co_await s.next();
     co_await settle(8);
@@ -560,7 +568,7 @@ Task<void> udp_dry_ring(Runtime& rt) {
     b.reset();
     for (int i = 2; i < 10; ++i) {
         buf::Message m = co_await s.next();
-        EXPECT_EQ(m.view(), "d" + std::to_string(i));
+        EXPECT_EQ(m.view(), datagram_name(i));
     }
 }
 
@@ -677,11 +685,12 @@ Task<void> bundle_through_dry_ring(Runtime& rt) {
     EXPECT_EQ(ring.available(), 4u);
 }
 
-/// A bundle takes both buffers of the ring, the rest of the data ends the multishot with
-/// -ENOBUFS: the stream parks, and resumes when the reader gives a buffer back and waits.
-Task<void> bundle_park_and_resume(Runtime& rt, bool expect_bundles) {
+/// A bundle (or two recvs) takes both buffers of a 2 x 4 ring, the rest of the data ends the
+/// multishot with -ENOBUFS: the stream parks, and resumes when the reader gives a buffer back
+/// and waits.
+Task<void> recv_park_and_resume(Runtime& rt, std::uint16_t group, bool incremental, bool expect_bundles) {
     StreamPair sp;
-    BufferRing ring(rt, op::BufferGroup{65}, 2, 4);
+    BufferRing ring(rt, op::BufferGroup{group}, 2, 4, {.incremental = incremental});
     ring.set_rearm_threshold(2);
     EXPECT_EQ(::send(sp.b, "abcdefghijkl", 12, 0), 12);
     auto s = buf::recv_bundle(sp.a, ring);
@@ -693,8 +702,10 @@ Task<void> bundle_park_and_resume(Runtime& rt, bool expect_bundles) {
     EXPECT_EQ(b.view(), "efgh");
     EXPECT_TRUE(s.parked()); // -ENOBUFS, or a bundle's last CQE with the ring empty
     EXPECT_FALSE(s.armed());
-    if (!expect_bundles)
+    EXPECT_EQ(ring.lent(), 2u);
+    if (!expect_bundles) {
         EXPECT_GT(ring.stats().enobufs, 0u);
+    }
     a.reset();
     Buffer c = co_await s.next();
     EXPECT_EQ(c.view(), "ijkl");
@@ -710,10 +721,10 @@ Task<void> bundle_park_and_resume(Runtime& rt, bool expect_bundles) {
 TEST(RecvBundle, DryRingParksAndResumes) {
     Runtime rt;
     bool bundles = (rt.features() & ringo::uring::compat::feat::recvsend_bundle) != 0;
-    rt.block_on(bundle_park_and_resume(rt, bundles));
+    rt.block_on(recv_park_and_resume(rt, 65, false, bundles));
     rt.block_on(settle());
     buf::detail::bundle_force_fallback = true;
-    rt.block_on(bundle_park_and_resume(rt, false));
+    rt.block_on(recv_park_and_resume(rt, 66, false, false));
     buf::detail::bundle_force_fallback = false;
 }
 
@@ -743,6 +754,178 @@ TEST(RecvBundle, DroppedWhileArmedLeaksNothing) {
     int fds = open_fds();
     rt.block_on(bundle_drop_armed(rt));
     EXPECT_EQ(open_fds(), fds);
+}
+
+// --- incremental buffer rings ----------------------------------------------------------------
+
+/// Small sends land one after the other in the same buffer: each part names the buffer, its
+/// offset and length; the buffer stays the kernel's (not lent) until it is used up.
+Task<void> incremental_parts(Runtime& rt) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{70}, 4, 32, {.incremental = true});
+    EXPECT_TRUE(ring.incremental());
+    auto s = buf::recv_multishot(sp.a, ring);
+    EXPECT_EQ(::send(sp.b, "0123456789", 10, 0), 10);
+    Buffer a = co_await s.next();
+    EXPECT_EQ(a.view(), "0123456789");
+    EXPECT_EQ(a.offset(), 0u);
+    EXPECT_EQ(ring.lent(), 0u); // the kernel goes on filling it
+    EXPECT_EQ(::send(sp.b, "abcdefghij", 10, 0), 10);
+    Buffer b = co_await s.next();
+    EXPECT_EQ(b.view(), "abcdefghij");
+    EXPECT_EQ(b.id(), a.id());
+    EXPECT_EQ(b.offset(), 10u);
+    EXPECT_EQ(b.data(), a.data() + 10);
+    // 20 bytes: the first buffer's last 12, then 8 in the next buffer.
+    EXPECT_EQ(::send(sp.b, "ABCDEFGHIJKLMNOPQRST", 20, 0), 20);
+    Buffer c = co_await s.next();
+    EXPECT_EQ(c.id(), a.id());
+    EXPECT_EQ(c.offset(), 20u);
+    EXPECT_EQ(c.view(), "ABCDEFGHIJKL");
+    Buffer d = co_await s.next();
+    EXPECT_NE(d.id(), a.id());
+    EXPECT_EQ(d.offset(), 0u);
+    EXPECT_EQ(d.view(), "MNOPQRST");
+    EXPECT_EQ(ring.lent(), 1u); // the first buffer is used up, and its parts are held
+    a.reset();
+    c.reset();
+    EXPECT_EQ(ring.lent(), 1u); // b still holds a part of it
+    b.reset();
+    EXPECT_EQ(ring.lent(), 0u); // now it is back in the ring
+    EXPECT_EQ(ring.available(), 4u);
+    d.reset();
+    sp.b.reset();
+    Buffer end = co_await s.next();
+    EXPECT_EQ(end.result(), 0);
+    EXPECT_EQ(ring.lent(), 0u);
+}
+
+TEST(IncrementalRing, PartsOfABufferWithTheirOffsets) {
+    Runtime rt;
+    rt.block_on(incremental_parts(rt));
+    rt.block_on(settle());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+/// Parts queued before the reader looks join into one (they are contiguous in the buffer).
+Task<void> incremental_queued_parts_join(Runtime& rt) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{71}, 4, 64, {.incremental = true});
+    auto s = buf::recv_multishot(sp.a, ring);
+    co_await settle();
+    for (const char* part : {"one ", "two ", "three"}) {
+        EXPECT_EQ(::send(sp.b, part, std::strlen(part), 0), static_cast<ssize_t>(std::strlen(part)));
+        co_await settle(2);
+    }
+    Buffer b = co_await s.next();
+    EXPECT_EQ(b.view(), "one two three");
+    EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(IncrementalRing, QueuedPartsOfABufferJoin) {
+    Runtime rt;
+    rt.block_on(incremental_queued_parts_join(rt));
+}
+
+Task<void> incremental_through_dry_ring(Runtime& rt, bool incremental) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{72}, 4, 100, {.incremental = true});
+    EXPECT_EQ(ring.incremental(), incremental);
+    constexpr std::size_t total = 200 * 1024;
+    std::thread writer = write_pattern(sp.b.release(), total);
+    auto s = buf::recv_multishot(sp.a, ring);
+    std::int64_t got = co_await drain_pattern(s);
+    ::shutdown(sp.a, SHUT_RDWR);
+    writer.join();
+    EXPECT_EQ(got, static_cast<std::int64_t>(total));
+    EXPECT_EQ(s.result(), 0);
+    EXPECT_EQ(ring.lent(), 0u);
+    EXPECT_EQ(ring.available(), 4u);
+}
+
+TEST(IncrementalRing, InOrderThroughADryRing) {
+    Runtime rt;
+    rt.block_on(incremental_through_dry_ring(rt, true));
+}
+
+TEST(IncrementalRing, FallbackToAPlainRing) {
+    Runtime rt;
+    buf::detail::incremental_force_fallback = true;
+    rt.block_on(incremental_through_dry_ring(rt, false));
+    buf::detail::incremental_force_fallback = false;
+}
+
+TEST(IncrementalRing, DryRingParksAndResumes) {
+    Runtime rt;
+    rt.block_on(recv_park_and_resume(rt, 73, true, false)); // recv_bundle: no bundles there
+}
+
+/// A second stream on an incremental ring is refused; streams dropped while armed with
+/// parts queued (and a part held past the stream) return everything.
+Task<void> incremental_busy_and_drop(Runtime& rt) {
+    BufferRing ring(rt, op::BufferGroup{74}, 4, 64, {.incremental = true});
+    StreamPair sp;
+    Buffer kept;
+    {
+        auto s = buf::recv_multishot(sp.a, ring);
+        auto second = buf::recv_multishot(sp.a, ring);
+        Buffer refused = co_await second.next();
+        EXPECT_EQ(refused.result(), -EBUSY);
+        EXPECT_EQ(::send(sp.b, "part", 4, 0), 4);
+        kept = co_await s.next();
+        EXPECT_EQ(::send(sp.b, "more", 4, 0), 4);
+        co_await settle(2); // queued, not taken: dropped with the stream
+    }
+    for (int i = 0; i < 100; ++i) {
+        StreamPair p;
+        auto s = buf::recv_multishot(p.a, ring);
+        if (i % 2) {
+            EXPECT_EQ(::send(p.b, "xyz", 3, 0), 3);
+            co_await settle(2);
+        }
+    }
+    co_await settle();
+    EXPECT_EQ(kept.view(), "part");
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    kept.reset();
+    EXPECT_EQ(ring.lent(), 0u);
+    EXPECT_EQ(ring.available(), 4u);
+    auto again = buf::recv_multishot(sp.a, ring); // the ring is free for a new stream
+    EXPECT_EQ(::send(sp.b, "next", 4, 0), 4);
+    Buffer n = co_await again.next();
+    EXPECT_EQ(n.view(), "next");
+}
+
+TEST(IncrementalRing, OneStreamAtATimeAndDropWhileArmed) {
+    Runtime rt;
+    int fds = open_fds();
+    rt.block_on(incremental_busy_and_drop(rt));
+    rt.block_on(settle());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+    EXPECT_EQ(open_fds(), fds);
+}
+
+/// A Buffer part that outlives its ring object and stream keeps the registration alive.
+Task<void> incremental_part_outlives_ring(Runtime& rt) {
+    StreamPair sp;
+    auto ring = std::make_unique<BufferRing>(rt, op::BufferGroup{75}, 4, 64, buf::BufferRingOptions{true});
+    Buffer kept;
+    {
+        auto s = buf::recv_multishot(sp.a, *ring);
+        EXPECT_EQ(::send(sp.b, "alive", 5, 0), 5);
+        kept = co_await s.next();
+    }
+    ring.reset();
+    co_await settle();
+    EXPECT_EQ(kept.view(), "alive");
+    kept.reset();                                     // the last reference: unregisters and unmaps
+    BufferRing again(rt, op::BufferGroup{75}, 4, 64); // the group id is free again
+    EXPECT_EQ(again.available(), 4u);
+}
+
+TEST(IncrementalRing, APartOutlivesItsRing) {
+    Runtime rt;
+    rt.block_on(incremental_part_outlives_ring(rt));
 }
 
 } // namespace

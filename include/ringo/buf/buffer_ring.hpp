@@ -31,6 +31,10 @@ namespace detail {
 template <class D>
 struct BufferNode;
 
+/// Test hook: when true on a thread, BufferRings made there are never incremental (as on a
+/// kernel older than 6.12, which refuses IOU_PBUF_RING_INC).
+inline thread_local bool incremental_force_fallback = false;
+
 /// Something that waits for buffers of a ring to come back: a stream whose multishot
 /// operation ended with -ENOBUFS. The ring calls `on_buffers` (owner thread, never from
 /// inside the kernel's completion of that stream) each time a buffer comes back while the
@@ -58,6 +62,7 @@ struct RingState {
     std::uint16_t bgid = 0;
     std::uint32_t refs = 1;            // the BufferRing object + the streams holding it
     std::uint32_t lent = 0;            // buffers a CQE handed out that are not back in the ring
+    std::uint32_t chunks = 0;          // incremental ring: parts held (queued or in Buffer handles)
     std::uint32_t rearm_threshold = 1; // free buffers that re-arm a parked stream with no waiter
     // Per-buffer links: a stream queues the buffers it received through these (a buffer is
     // in at most one queue), so queueing a result never allocates.
@@ -66,6 +71,13 @@ struct RingState {
     // The ring position each buffer was last published at: a bundle's CQE names its first
     // buffer only, and the others are the entries that follow it.
     std::uint16_t* slot = nullptr;
+    // Incremental rings (IOU_PBUF_RING_INC, 6.12) only: the kernel fills a buffer in parts.
+    bool inc = false;
+    std::uint32_t inc_streams = 0;        // streams reading into it (at most one)
+    std::uint32_t* off = nullptr;         // bytes of each buffer the kernel has filled so far
+    std::uint32_t* qoff = nullptr;        // where a stream's queued part of each buffer starts
+    std::uint16_t* users = nullptr;       // parts of each buffer held
+    std::uint8_t* done = nullptr;         // the kernel is done with the buffer (no IORING_CQE_F_BUF_MORE)
     BufferWaiter* waiters_head = nullptr; // parked streams, FIFO
     BufferWaiter* waiters_tail = nullptr;
     std::uint64_t stat_lent = 0;    // buffers handed out over the ring's life
@@ -97,8 +109,49 @@ struct RingState {
         --lent;
         if (waiters_head) [[unlikely]]
             wake_waiters();
-        else if (refs == 0 && lent == 0) [[unlikely]]
+        else if (refs == 0 && lent == 0 && chunks == 0) [[unlikely]]
             destroy(this);
+    }
+    /// Incremental ring: books one CQE's use of buffer `bid` (`res` bytes; `more`: the kernel
+    /// keeps filling it) and returns where that part starts in the buffer. A buffer the
+    /// kernel is done with counts as lent until its last part is released.
+    std::uint32_t consume(std::uint16_t bid, int res, bool more) noexcept {
+        std::uint32_t start = off[bid];
+        if (res > 0)
+            off[bid] += static_cast<std::uint32_t>(res);
+        if (!more) {
+            done[bid] = 1;
+            take(bid);
+            if (users[bid] == 0 && res <= 0)
+                finish(bid); // nothing of it is held, and this CQE brought nothing
+        }
+        return start;
+    }
+    /// Incremental ring: one more part of `bid` is held.
+    void hold(std::uint16_t bid) noexcept {
+        ++users[bid];
+        ++chunks;
+    }
+    /// Incremental ring: a part of `bid` is released; the buffer goes back when the kernel is
+    /// done with it and no part is held.
+    void release_part(std::uint16_t bid) noexcept {
+        --chunks;
+        if (--users[bid] == 0 && done[bid])
+            finish(bid);
+        else if (refs == 0 && lent == 0 && chunks == 0) [[unlikely]]
+            destroy(this);
+    }
+    void finish(std::uint16_t bid) noexcept {
+        done[bid] = 0;
+        off[bid] = 0;
+        give_back(bid);
+    }
+    /// What a Buffer handle's reset does: the part, or the whole buffer, goes back.
+    void release(std::uint16_t bid) noexcept {
+        if (inc)
+            release_part(bid);
+        else
+            give_back(bid);
     }
     void park(BufferWaiter& w) noexcept {
         w.parked = true;
@@ -126,7 +179,7 @@ struct RingState {
     }
     void ref() noexcept { ++refs; }
     void unref() noexcept {
-        if (--refs == 0 && lent == 0)
+        if (--refs == 0 && lent == 0 && chunks == 0)
             destroy(this);
     }
 
@@ -149,13 +202,14 @@ public:
     /// An empty buffer carrying `result` (0 or -errno).
     explicit Buffer(int result) noexcept : res_(result) {}
     Buffer(Buffer&& o) noexcept
-        : ring_(std::exchange(o.ring_, nullptr)), res_(std::exchange(o.res_, 0)), bid_(o.bid_) {}
+        : ring_(std::exchange(o.ring_, nullptr)), res_(std::exchange(o.res_, 0)), bid_(o.bid_), off_(o.off_) {}
     Buffer& operator=(Buffer&& o) noexcept {
         if (this != &o) {
             reset();
             ring_ = std::exchange(o.ring_, nullptr);
             res_ = std::exchange(o.res_, 0);
             bid_ = o.bid_;
+            off_ = o.off_;
         }
         return *this;
     }
@@ -166,7 +220,7 @@ public:
     /// True when this holds received bytes (false: end of stream or error, see result()).
     explicit operator bool() const noexcept { return ring_ != nullptr; }
     /// The received bytes (nullptr for an empty buffer).
-    [[nodiscard]] std::byte* data() const noexcept { return ring_ ? ring_->addr(bid_) : nullptr; }
+    [[nodiscard]] std::byte* data() const noexcept { return ring_ ? ring_->addr(bid_) + off_ : nullptr; }
     [[nodiscard]] char* chars() const noexcept { return reinterpret_cast<char*>(data()); }
     /// Number of bytes received (0 for an empty buffer).
     [[nodiscard]] std::size_t size() const noexcept { return ring_ ? static_cast<std::size_t>(res_) : 0; }
@@ -176,13 +230,16 @@ public:
     [[nodiscard]] std::size_t capacity() const noexcept { return ring_ ? ring_->buf_size : 0; }
     /// The buffer id the kernel reported.
     [[nodiscard]] std::uint16_t id() const noexcept { return bid_; }
+    /// Where these bytes start in the ring buffer: 0, except for the parts of an incremental
+    /// ring's buffer (BufferRingOptions::incremental), which follow each other in it.
+    [[nodiscard]] std::uint32_t offset() const noexcept { return off_; }
     /// size() for a buffer; for an empty one 0 (end of stream) or -errno.
     [[nodiscard]] int result() const noexcept { return res_; }
     /// Gives the buffer back to its ring now; the handle becomes empty with result 0.
     void reset() noexcept {
         if (detail::RingState* r = std::exchange(ring_, nullptr)) {
             res_ = 0;
-            r->give_back(bid_);
+            r->release(bid_);
         }
     }
 
@@ -190,11 +247,12 @@ private:
     friend class BufferRing;
     template <class D>
     friend struct detail::BufferNode;
-    Buffer(detail::RingState* r, std::uint16_t bid, std::uint32_t len) noexcept
-        : ring_(r), res_(static_cast<int>(len)), bid_(bid) {}
+    Buffer(detail::RingState* r, std::uint16_t bid, std::uint32_t len, std::uint32_t off = 0) noexcept
+        : ring_(r), res_(static_cast<int>(len)), bid_(bid), off_(off) {}
     detail::RingState* ring_ = nullptr;
     int res_ = 0;
     std::uint16_t bid_ = 0;
+    std::uint32_t off_ = 0;
 };
 
 /// Counters of one BufferRing.
@@ -202,6 +260,17 @@ struct BufferRingStats {
     std::uint64_t buffers_lent = 0; ///< buffers completions handed out since creation
     std::uint64_t enobufs = 0;      ///< multishot operations the kernel ended because the ring was dry
     std::uint64_t rearms = 0;       ///< streams re-armed after such an end (or a CQ-pressure stop)
+};
+
+/// Options of a BufferRing.
+struct BufferRingOptions {
+    /// IOU_PBUF_RING_INC (6.12): the kernel fills each buffer in parts, one per completion,
+    /// instead of taking a whole buffer for every completion however small; the parts come
+    /// out as Buffers with their offset(), and the buffer goes back to the ring when the kernel
+    /// is done with it (IORING_CQE_F_BUF_MORE clear) and every part is released. Where the
+    /// kernel refuses it the ring is registered as a plain one (incremental() is false).
+    /// An incremental ring feeds one stream at a time (a second one ends with -EBUSY).
+    bool incremental = false;
 };
 
 /// A registered provided-buffer ring of one Runtime (IORING_REGISTER_PBUF_RING, 5.19):
@@ -227,7 +296,8 @@ struct BufferRingStats {
 /// Owner thread only. Move-only.
 class BufferRing {
 public:
-    BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std::size_t buffer_size);
+    BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std::size_t buffer_size,
+               BufferRingOptions options = {});
     BufferRing(BufferRing&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
     BufferRing& operator=(BufferRing&& o) noexcept {
         if (this != &o) {
@@ -254,6 +324,8 @@ public:
     /// queued in streams).
     [[nodiscard]] unsigned lent() const noexcept { return s_->lent; }
     [[nodiscard]] Runtime& runtime() const noexcept { return *s_->rt; }
+    /// True when the kernel fills buffers in parts (BufferRingOptions::incremental, granted).
+    [[nodiscard]] bool incremental() const noexcept { return s_->inc; }
     [[nodiscard]] BufferRingStats stats() const noexcept { return {s_->stat_lent, s_->stat_enobufs, s_->stat_rearms}; }
     /// A parked stream (its multishot ended by -ENOBUFS) re-arms when this many buffers are
     /// free, or at once when its reader waits and one is free. Default: entries / 8 (>= 1).
@@ -270,6 +342,13 @@ public:
         std::uint16_t bid = op::buffer_id(cqe_flags);
         if (bid >= s_->entries) [[unlikely]]
             return Buffer(-EINVAL); // not a buffer of this ring
+        if (s_->inc) {
+            std::uint32_t start = s_->consume(bid, res, (cqe_flags & uring::compat::cqe_f_buf_more) != 0);
+            if (res <= 0)
+                return Buffer(res);
+            s_->hold(bid);
+            return Buffer(s_, bid, static_cast<std::uint32_t>(res), start);
+        }
         s_->take(bid);
         if (res <= 0) {
             s_->give_back(bid);

@@ -84,10 +84,7 @@ inline ReadStream read_multishot(op::FileRef fd, BufferRing& ring, unsigned nbyt
     n->nbytes = nbytes;
     n->single = !ring.runtime().supports(uring::compat::opcode::read_multishot);
     ReadStream s(n);
-    if (ringo::detail::t_current != n->rt) [[unlikely]]
-        n->end(-ENXIO);
-    else
-        n->arm();
+    n->start();
     return s;
 }
 

@@ -113,13 +113,10 @@ private:
         detail::RecvNode* n = detail::RecvNode::acquire(ring.runtime(), ring.state());
         n->fd = fd;
         n->msg_flags = flags;
-        n->bundle = bundle && !detail::bundle_force_fallback &&
+        n->bundle = bundle && !detail::bundle_force_fallback && !n->ring->inc &&
                     (ring.runtime().features() & uring::compat::feat::recvsend_bundle) != 0;
         RecvStream s(n);
-        if (ringo::detail::t_current != n->rt) [[unlikely]]
-            n->end(-ENXIO);
-        else
-            n->arm();
+        n->start();
         return s;
     }
 };

@@ -146,12 +146,9 @@ inline RecvMsgStream recvmsg_multishot(op::FileRef fd, BufferRing& ring, unsigne
     n->msg.msg_namelen = sizeof(sockaddr_storage);
     n->msg.msg_controllen = control_len;
     RecvMsgStream s(n);
-    if (ringo::detail::t_current != n->rt) [[unlikely]]
-        n->end(-ENXIO);
-    else if (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_storage) + control_len > ring.buffer_size())
+    if (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_storage) + control_len > ring.buffer_size())
         n->end(-EINVAL); // no room for the payload
-    else
-        n->arm();
+    n->start();
     return s;
 }
 

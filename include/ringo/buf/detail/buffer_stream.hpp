@@ -28,6 +28,7 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
     std::int32_t head = -1; // first queued buffer id, -1: none
     std::int32_t tail = -1;
     std::uint32_t queued = 0;
+    bool inc_stream = false; // counted in the incremental ring's streams
 
     /// Takes a node of the pool reading into `ring` (a reference on the ring's state).
     static D* acquire(Runtime& rt, RingState* ring) {
@@ -35,10 +36,29 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
         n->ring = ring;
         ring->ref();
         n->on_buffers = &on_buffers_back;
+        if (ring->inc) {
+            if (ring->inc_streams > 0) {
+                n->end(-EBUSY); // an incremental ring feeds one stream at a time
+            } else {
+                n->inc_stream = true;
+                ++ring->inc_streams;
+            }
+        }
         return n;
+    }
+    /// Arms the new stream: on the ring's runtime, from a task (otherwise -ENXIO).
+    void start() noexcept {
+        if (this->ended)
+            return; // refused already
+        if (ringo::detail::t_current != this->rt) [[unlikely]]
+            this->end(-ENXIO);
+        else
+            this->arm();
     }
     void release() noexcept {
         RingState* r = ring;
+        if (inc_stream)
+            --r->inc_streams;
         Base::release();
         if (r)
             r->unref();
@@ -61,7 +81,7 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
         head = --queued ? ring->next[bid] : -1;
         if (head < 0)
             tail = -1;
-        return Buffer(ring, bid, ring->len[bid]);
+        return Buffer(ring, bid, ring->len[bid], ring->inc ? ring->qoff[bid] : 0);
     }
     Buffer pop() noexcept { return pop_buffer(); }
     static Buffer error_item(int e) noexcept { return Buffer(e); }
@@ -70,7 +90,7 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
         while (head >= 0) {
             auto bid = static_cast<std::uint16_t>(head);
             head = --queued ? ring->next[bid] : -1;
-            ring->give_back(bid);
+            ring->release(bid);
         }
         tail = -1;
     }
@@ -81,6 +101,8 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
         if (!op::has_buffer(flags))
             return false;
         std::uint16_t bid = op::buffer_id(flags);
+        if (ring->inc)
+            return take_part(bid, res, (flags & uring::compat::cqe_f_buf_more) != 0);
         ring->take(bid);
         if (res > 0 && !this->orphan) {
             push(bid, static_cast<std::uint32_t>(res));
@@ -88,6 +110,28 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
         }
         ring->give_back(bid);
         return false;
+    }
+
+    /// Incremental ring: the CQE filled a part of `bid`, after the parts before it. A part that
+    /// follows the last queued one of the same buffer joins it (one queue entry per buffer).
+    bool take_part(std::uint16_t bid, int res, bool more) noexcept {
+        std::uint32_t start = ring->consume(bid, res, more);
+        if (res <= 0)
+            return false;
+        if (this->orphan) {
+            if (!more && ring->users[bid] == 0)
+                ring->finish(bid);
+            return false;
+        }
+        auto len = static_cast<std::uint32_t>(res);
+        if (tail == bid && ring->qoff[bid] + ring->len[bid] == start) {
+            ring->len[bid] += len;
+        } else {
+            ring->hold(bid);
+            ring->qoff[bid] = start;
+            push(bid, len);
+        }
+        return true;
     }
 
     // --- arming
