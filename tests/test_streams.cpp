@@ -149,6 +149,11 @@ TEST(Interval, CancelledTaskGetsEcanceledPromptlyAndTheIntervalRuns) {
 }
 
 Task<void> with_timeout_on_tick() {
+    auto never = ringo::interval(std::chrono::hours::max()); // saturated, not negative
+    auto r0 = co_await ringo::with_timeout(never.tick(), 5ms);
+    EXPECT_TRUE(r0.timed_out());
+    EXPECT_EQ(*r0, -ECANCELED);
+    EXPECT_TRUE(never.armed());
     auto iv = ringo::interval(30ms);
     auto r = co_await ringo::with_timeout(iv.tick(), 5ms);
     EXPECT_TRUE(r.timed_out());

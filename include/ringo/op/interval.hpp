@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include <ringo/core/detail/timer_heap.hpp>
+#include <ringo/core/time.hpp>
 #include <ringo/op/detail/stream.hpp>
 #include <ringo/op/multishot.hpp>
 #include <ringo/op/timeout.hpp>
@@ -30,8 +31,9 @@ class Interval;
 
 namespace op::stream_impl {
 
-/// Test hook: when true on a thread, intervals made there skip the multishot timeout and use
-/// the single-shot fallback (as on a kernel older than 6.4).
+/// Test hook: when true on a thread, intervals made there arm their first multishot timeout
+/// with a flag the kernel refuses with it (IORING_TIMEOUT_ABS), so that it answers -EINVAL
+/// as a kernel older than 6.4 does, and the interval falls back as it would there.
 inline thread_local bool interval_force_fallback = false;
 
 struct IntervalNode : StreamNode<IntervalNode> {
@@ -40,11 +42,12 @@ struct IntervalNode : StreamNode<IntervalNode> {
 
     IntervalNode* pool_next = nullptr;
     std::int64_t period_ns = 0;
-    std::uint64_t start_ns = 0;  // CLOCK_MONOTONIC when the interval started
-    std::uint64_t periods = 0;   // periods counted since the start
-    std::uint64_t pending = 0;   // periods not yet taken by tick()
-    bool fallback = false;       // single-shot absolute timeouts
-    bool multishot_seen = false; // a multishot CQE arrived: the kernel has the feature
+    std::uint64_t start_ns = 0;    // CLOCK_MONOTONIC when the interval started
+    std::uint64_t periods = 0;     // periods counted since the start
+    std::uint64_t pending = 0;     // periods not yet taken by tick()
+    bool fallback = false;         // single-shot absolute timeouts
+    bool multishot_seen = false;   // a multishot CQE arrived: the kernel has the feature
+    bool simulate_refusal = false; // interval_force_fallback
     __kernel_timespec ts{};
 
     void prep(io_uring_sqe* s) noexcept {
@@ -55,7 +58,7 @@ struct IntervalNode : StreamNode<IntervalNode> {
             io_uring_prep_timeout(s, &ts, 0, uring::compat::timeout_abs);
         } else {
             ts = op::to_timespec(std::chrono::nanoseconds(period_ns));
-            op::raw::prep_timeout_multishot(s, &ts);
+            op::raw::prep_timeout_multishot(s, &ts, 0, simulate_refusal ? uring::compat::timeout_abs : 0);
         }
     }
     /// Counts the periods that have passed by the clock: true when at least one did. The
@@ -143,9 +146,9 @@ template <class Rep, class Period>
     }
     auto* n = op::stream_impl::IntervalNode::acquire(*rt);
     Interval iv(n);
-    n->period_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(period).count();
+    n->period_ns = ringo::detail::saturated_ns(period).count(); // hours::max(): "never", not negative
     n->start_ns = ringo::detail::now_ns();
-    n->fallback = op::stream_impl::interval_force_fallback;
+    n->simulate_refusal = op::stream_impl::interval_force_fallback;
     if (n->period_ns <= 0)
         n->end(-EINVAL);
     else
