@@ -25,6 +25,7 @@
 #include <ringo/op/interval.hpp>
 #include <ringo/op/poll_stream.hpp>
 
+#include "alloc_counter.hpp" // replaces operator new: include it in one file of a program
 #include "op_helpers.hpp"
 
 using ringo::Runtime;
@@ -931,6 +932,88 @@ Task<void> incremental_part_outlives_ring(Runtime& rt) {
 TEST(IncrementalRing, APartOutlivesItsRing) {
     Runtime rt;
     rt.block_on(incremental_part_outlives_ring(rt));
+}
+
+// --- allocations -----------------------------------------------------------------------------
+
+struct Counts {
+    long heap = -1;
+    std::uint64_t frames = 1;
+};
+
+/// One round of every stream: made, used once, dropped (armed), and its node back in the pool.
+Task<Counts> stream_allocations(Runtime& rt) {
+    Pipe p;
+    UdpSocket server, client;
+    StreamPair sp;
+    Fd efd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    BufferRing ring(rt, op::BufferGroup{80}, 8, 256);
+    BufferRing inc(rt, op::BufferGroup{81}, 8, 256, {.incremental = true});
+    long h0 = 0;
+    std::uint64_t f0 = 0;
+    std::uint64_t one = 1, v = 0;
+    for (int round = 0; round < 52; ++round) {
+        if (round == 2) { // warmed up: every kind of node has been made once
+            h0 = g_allocs.load();
+            f0 = ringo::detail::t_frames_allocated;
+        }
+        {
+            auto iv = ringo::interval(1ms);
+            std::int64_t n = co_await iv.tick();
+            EXPECT_GE(n, 1);
+        }
+        {
+            auto ps = op::poll_stream(efd, POLLIN);
+            EXPECT_EQ(::write(efd, &one, 8), 8);
+            int m = co_await ps.next();
+            EXPECT_EQ(m, POLLIN);
+            EXPECT_EQ(::read(efd, &v, 8), 8);
+        }
+        {
+            auto rs = buf::read_multishot(p.r, ring);
+            EXPECT_EQ(::write(p.w, "abc", 3), 3);
+            Buffer b = co_await rs.next();
+            EXPECT_EQ(b.size(), 3u);
+        }
+        {
+            auto ms = buf::recvmsg_multishot(server.fd, ring);
+            send_to(client, server, "dgram");
+            buf::Message m = co_await ms.next();
+            EXPECT_EQ(m.size(), 5u);
+        }
+        {
+            auto bs = buf::recv_bundle(sp.a, ring);
+            EXPECT_EQ(::send(sp.b, "bundle", 6, 0), 6);
+            Buffer b = co_await bs.next();
+            EXPECT_EQ(b.size(), 6u);
+        }
+        {
+            auto is = buf::recv_multishot(sp.a, inc);
+            EXPECT_EQ(::send(sp.b, "part", 4, 0), 4);
+            Buffer b = co_await is.next();
+            EXPECT_EQ(b.size(), 4u);
+        }
+        for (int i = 0; i < 3; ++i)
+            co_await op::nop(); // the cancels' final CQEs: the nodes go back to their pools
+    }
+    Counts c;
+    c.heap = g_allocs.load() - h0;
+    c.frames = ringo::detail::t_frames_allocated - f0;
+    co_return c;
+}
+
+// After the first stream of each kind on a thread, making, reading and dropping streams
+// allocates nothing: no heap (the node pools), no coroutine frame.
+TEST(Streams, NoAllocationAfterTheFirstOfEachKind) {
+#ifdef RINGO_TEST_NO_NEW_COUNT
+    GTEST_SKIP() << "operator new is not counted under TSan";
+#endif
+    Runtime rt;
+    Counts c = rt.block_on(stream_allocations(rt));
+    EXPECT_EQ(c.heap, 0);
+    EXPECT_EQ(c.frames, 0u);
+    rt.block_on(settle());
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
 } // namespace
