@@ -59,14 +59,13 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
     auto next = std::make_unique<std::uint16_t[]>(entries);
     auto len = std::make_unique<std::uint32_t[]>(entries);
     auto slot = std::make_unique<std::uint16_t[]>(entries);
-    std::unique_ptr<std::uint32_t[]> off, qoff;
-    std::unique_ptr<std::uint16_t[]> users;
+    std::unique_ptr<std::uint32_t[]> off, qoff, users;
     std::unique_ptr<std::uint8_t[]> done;
     const bool want_inc = options.incremental && !detail::incremental_force_fallback;
     if (want_inc) {
         off = std::make_unique<std::uint32_t[]>(entries);
         qoff = std::make_unique<std::uint32_t[]>(entries);
-        users = std::make_unique<std::uint16_t[]>(entries);
+        users = std::make_unique<std::uint32_t[]>(entries);
         done = std::make_unique<std::uint8_t[]>(entries);
     }
     void* map = ::mmap(nullptr, ring_bytes + data_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

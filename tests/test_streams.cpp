@@ -610,6 +610,15 @@ Task<void> udp_cancel_drop_errors(Runtime& rt) {
     auto small = buf::recvmsg_multishot(server.fd, ring, 4096); // no room left for a payload
     buf::Message m = co_await small.next();
     EXPECT_EQ(m.result(), -EINVAL);
+    {
+        BufferRing inc(rt, op::BufferGroup{53}, 4, 512, {.incremental = true});
+        EXPECT_TRUE(inc.incremental());
+        if (inc.incremental()) {
+            auto parts = buf::recvmsg_multishot(server.fd, inc); // datagrams need whole buffers
+            m = co_await parts.next();
+            EXPECT_EQ(m.result(), -EINVAL);
+        }
+    }
     Pipe p;
     auto notsock = buf::recvmsg_multishot(p.r, ring);
     m = co_await notsock.next();

@@ -76,7 +76,7 @@ struct RingState {
     std::uint32_t inc_streams = 0;        // streams reading into it (at most one)
     std::uint32_t* off = nullptr;         // bytes of each buffer the kernel has filled so far
     std::uint32_t* qoff = nullptr;        // where a stream's queued part of each buffer starts
-    std::uint16_t* users = nullptr;       // parts of each buffer held
+    std::uint32_t* users = nullptr;       // parts of each buffer held
     std::uint8_t* done = nullptr;         // the kernel is done with the buffer (no IORING_CQE_F_BUF_MORE)
     BufferWaiter* waiters_head = nullptr; // parked streams, FIFO
     BufferWaiter* waiters_tail = nullptr;
@@ -269,7 +269,9 @@ struct BufferRingOptions {
     /// out as Buffers with their offset(), and the buffer goes back to the ring when the kernel
     /// is done with it (IORING_CQE_F_BUF_MORE clear) and every part is released. Where the
     /// kernel refuses it the ring is registered as a plain one (incremental() is false).
-    /// An incremental ring feeds one stream at a time (a second one ends with -EBUSY).
+    /// An incremental ring feeds one stream at a time (a second one ends with -EBUSY), of
+    /// bytes: queued parts of one buffer join, so datagram boundaries are not kept (and
+    /// buf::recvmsg_multishot refuses it with -EINVAL).
     bool incremental = false;
 };
 

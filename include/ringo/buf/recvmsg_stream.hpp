@@ -137,8 +137,9 @@ private:
 /// Each buffer holds the kernel's header (16 bytes), sizeof(sockaddr_storage) for the
 /// address, `control_len` bytes of control data, then the payload: a datagram longer than
 /// what remains is cut (Message::truncated()). Armed here; must be called on the ring's
-/// runtime, from a task (otherwise -ENXIO at once). Costs one SQE now, one CQE per datagram,
-/// no allocation after the first stream of a thread.
+/// runtime, from a task (otherwise -ENXIO at once). -EINVAL at once for a ring whose buffers
+/// cannot hold the header, the address and the control data, or an incremental ring. Costs
+/// one SQE now, one CQE per datagram, no allocation after the first stream of a thread.
 inline RecvMsgStream recvmsg_multishot(op::FileRef fd, BufferRing& ring, unsigned control_len, int flags) {
     detail::RecvMsgNode* n = detail::RecvMsgNode::acquire(ring.runtime(), ring.state());
     n->fd = fd;
@@ -148,6 +149,8 @@ inline RecvMsgStream recvmsg_multishot(op::FileRef fd, BufferRing& ring, unsigne
     RecvMsgStream s(n);
     if (sizeof(io_uring_recvmsg_out) + sizeof(sockaddr_storage) + control_len > ring.buffer_size())
         n->end(-EINVAL); // no room for the payload
+    else if (ring.incremental())
+        n->end(-EINVAL); // a datagram per buffer: the parts of an incremental ring would join
     n->start();
     return s;
 }
