@@ -306,7 +306,8 @@ std::thread write_pattern(int fd, std::size_t total) {
     });
 }
 
-Task<Buffer> next_buffer(buf::ReadStream& s) {
+template <class S>
+Task<Buffer> next_buffer(S& s) {
     Buffer b = co_await s.next();
     co_return b;
 }
@@ -1023,6 +1024,54 @@ TEST(Streams, NoAllocationAfterTheFirstOfEachKind) {
     EXPECT_EQ(c.frames, 0u);
     rt.block_on(settle());
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+/// A task waiting on an incremental ring's stream is cancelled while a part is queued and
+/// another held: -ECANCELED after the queued part, everything back once released.
+Task<void> incremental_cancelled(Runtime& rt) {
+    StreamPair sp;
+    BufferRing ring(rt, op::BufferGroup{76}, 4, 64, {.incremental = true});
+    auto s = buf::recv_multishot(sp.a, ring);
+    EXPECT_EQ(::send(sp.b, "held", 4, 0), 4);
+    Buffer held = co_await s.next();
+    auto h = ringo::spawn(next_buffer(s));
+    co_await settle();
+    h.cancel();
+    Buffer b = co_await h;
+    EXPECT_EQ(b.result(), -ECANCELED);
+    EXPECT_TRUE(s.done());
+    EXPECT_EQ(held.view(), "held");
+    held.reset();
+    EXPECT_EQ(ring.lent(), 0u);
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+TEST(IncrementalRing, CancelledTask) {
+    Runtime rt;
+    rt.block_on(incremental_cancelled(rt));
+}
+
+Task<void> hold_parts(BufferRing& ring, int fd) {
+    auto s = buf::recv_multishot(fd, ring);
+    Buffer a = co_await s.next();
+    co_await ringo::sleep_for(std::chrono::hours(1));
+}
+
+Task<void> spawn_holder(BufferRing& ring, StreamPair& sp) {
+    ringo::spawn(hold_parts(ring, sp.a)).detach();
+    EXPECT_EQ(::send(sp.b, "first", 5, 0), 5);
+    co_await settle(4);
+    EXPECT_EQ(::send(sp.b, "second", 6, 0), 6); // queued in the stream, not taken
+    co_await settle(4);
+}
+
+TEST(IncrementalRing, RuntimeDestroyedWithAStreamHoldingParts) {
+    auto rt = std::make_unique<Runtime>();
+    StreamPair sp;
+    auto ring = std::make_unique<BufferRing>(*rt, op::BufferGroup{77}, 4, 64, buf::BufferRingOptions{true});
+    rt->block_on(spawn_holder(*ring, sp));
+    ring.reset(); // the detached task's stream and part still hold the ring
+    rt.reset();   // cancels the multishot, destroys the frame: parts, stream and ring go
 }
 
 } // namespace
