@@ -64,7 +64,7 @@ Task<std::int64_t> five_ticks(bool* multishot) {
     }
     auto ms = ms_since(t0);
     EXPECT_GE(ms, 45u);
-    EXPECT_LT(ms, 1000u);
+    EXPECT_LE(static_cast<std::uint64_t>(sum), ms / 10 + 1); // never more than the clock says
     *multishot = iv.multishot();
     co_return sum;
 }
@@ -74,7 +74,6 @@ TEST(Interval, TicksOncePerPeriod) {
     bool multishot = false;
     std::int64_t sum = rt.block_on(five_ticks(&multishot));
     EXPECT_GE(sum, 5);
-    EXPECT_LE(sum, 7);      // a tick or two may be counted late on a loaded machine
     EXPECT_TRUE(multishot); // 6.4+: the kernel's multishot timeout
     rt.block_on(settle());
     EXPECT_EQ(rt.stats().ops_in_flight, 0u); // dropped: cancelled, final CQE reaped
@@ -87,7 +86,6 @@ TEST(Interval, FallbackTicksOncePerPeriod) {
     std::int64_t sum = rt.block_on(five_ticks(&multishot));
     op::stream_impl::interval_force_fallback = false;
     EXPECT_GE(sum, 5);
-    EXPECT_LE(sum, 7);
     EXPECT_FALSE(multishot);
     rt.block_on(settle());
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
@@ -98,15 +96,18 @@ TEST(Interval, FallbackTicksOncePerPeriod) {
 Task<void> missed_ticks_are_counted() {
     auto iv = ringo::interval(5ms);
     std::int64_t first = co_await iv.tick(); // the timeout is in the kernel from here on
-    EXPECT_EQ(first, 1);
+    EXPECT_GE(first, 1);
+    auto t0 = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(52ms);
     std::int64_t n = co_await iv.tick();
-    EXPECT_GE(n, 9);
-    EXPECT_LE(n, 12);
+    auto ms = ms_since(t0);
+    EXPECT_GE(n, 9); // 52 ms are at least 9 whole periods of the grid, however it lies
+    EXPECT_LE(static_cast<std::uint64_t>(n), ms / 5 + 2);
     EXPECT_EQ(iv.pending(), 0u);
+    t0 = std::chrono::steady_clock::now();
     std::int64_t m = co_await iv.tick();
     EXPECT_GE(m, 1);
-    EXPECT_LE(m, 2);
+    EXPECT_LE(static_cast<std::uint64_t>(m), ms_since(t0) / 5 + 2);
 }
 
 TEST(Interval, MissedPeriodsAreCountedNotQueued) {
