@@ -16,6 +16,11 @@
 // end then: it parks, and re-arms once buffers come back (BufferRing::set_rearm_threshold of
 // them, or one as soon as its reader waits in next()). A multishot that stops for another
 // reason while data flows (its last CQE carries data: CQ pressure) re-arms as well.
+//
+// buf::recv_bundle adds IORING_RECVSEND_BUNDLE (6.10): one CQE may fill several buffers,
+// which next() still yields one at a time. The machinery (a pooled node that outlives the
+// stream object until the final CQE) is op/detail/stream.hpp and buf/detail/buffer_stream.hpp,
+// shared with the read, recvmsg, poll and interval streams.
 #pragma once
 
 #include <cerrno>
