@@ -425,6 +425,8 @@ TEST(ReadStream, DroppedWhileArmedLeaksNothing) {
     {
         BufferRing ring(rt, op::BufferGroup{43}, 4, 64);
         rt.block_on(read_drop_armed(rt, ring, 200));
+        rt.probe().set_supported(ringo::uring::compat::opcode::read_multishot, false);
+        rt.block_on(read_drop_armed(rt, ring, 200)); // single reads parked in the kernel
     }
     EXPECT_EQ(open_fds(), fds);
 }
@@ -555,6 +557,33 @@ TEST(RecvMsgStream, UdpDatagramsInOrderWithTheirSenders) {
     rt.block_on(udp_datagrams_in_order(rt));
     rt.block_on(settle());
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+/// With room for control data, each Message carries the ancillary messages asked for
+/// (IP_PKTINFO: the address the datagram was sent to).
+Task<void> udp_control_data(Runtime& rt) {
+    UdpSocket server, client;
+    int on = 1;
+    EXPECT_EQ(::setsockopt(server.fd, IPPROTO_IP, IP_PKTINFO, &on, sizeof on), 0);
+    BufferRing ring(rt, op::BufferGroup{54}, 4, 512);
+    auto s = buf::recvmsg_multishot(server.fd, ring, CMSG_SPACE(sizeof(in_pktinfo)));
+    send_to(client, server, "with control");
+    buf::Message m = co_await s.next();
+    EXPECT_EQ(m.view(), "with control");
+    EXPECT_GE(m.control().size(), CMSG_LEN(sizeof(in_pktinfo)));
+    if (m.control().size() >= CMSG_LEN(sizeof(in_pktinfo))) {
+        auto* c = reinterpret_cast<const cmsghdr*>(m.control().data());
+        EXPECT_EQ(c->cmsg_level, IPPROTO_IP);
+        EXPECT_EQ(c->cmsg_type, IP_PKTINFO);
+        in_pktinfo info{};
+        std::memcpy(&info, CMSG_DATA(c), sizeof info);
+        EXPECT_EQ(ntohl(info.ipi_addr.s_addr), INADDR_LOOPBACK);
+    }
+}
+
+TEST(RecvMsgStream, ControlData) {
+    Runtime rt;
+    rt.block_on(udp_control_data(rt));
 }
 
 /// More datagrams than buffers while the reader holds them: -ENOBUFS parks the stream, the
