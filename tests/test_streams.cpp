@@ -349,13 +349,13 @@ TEST(ReadStream, FallbackWithoutReadMultishot) {
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
-/// Holding every buffer parks the stream (-ENOBUFS); giving one back resumes it.
-Task<void> read_park_and_resume(Runtime& rt) {
-    Pipe p;
-    BufferRing ring(rt, op::BufferGroup{41}, 2, 4);
+/// The stream `s` reads "abcdefghijkl" (already written to it through `writer`) into a ring
+/// of 2 x 4 bytes: holding both buffers parks the stream (-ENOBUFS, or a bundle's last CQE
+/// with the ring empty); giving one back while the reader waits resumes it; closing `writer`
+/// ends it with 0.
+template <class S>
+Task<void> park_and_resume(S& s, BufferRing& ring, Fd& writer, bool expect_enobufs) {
     ring.set_rearm_threshold(2);
-    auto s = buf::read_multishot(p.r, ring);
-    EXPECT_EQ(::write(p.w, "abcdefghijkl", 12), 12);
     Buffer a = co_await s.next();
     Buffer b = co_await s.next();
     co_await settle(8);
@@ -363,16 +363,28 @@ Task<void> read_park_and_resume(Runtime& rt) {
     EXPECT_EQ(b.view(), "efgh");
     EXPECT_TRUE(s.parked());
     EXPECT_FALSE(s.armed());
+    EXPECT_EQ(ring.lent(), 2u);
+    if (expect_enobufs) {
+        EXPECT_GT(ring.stats().enobufs, 0u);
+    }
     a.reset(); // one back: below the threshold, but the reader waits in next() below
     Buffer c = co_await s.next();
     EXPECT_EQ(c.view(), "ijkl");
     EXPECT_GE(s.rearms(), 1u);
-    p.w.reset();
+    writer.reset();
     b.reset();
     c.reset();
     Buffer end = co_await s.next();
     EXPECT_FALSE(end);
     EXPECT_EQ(end.result(), 0);
+}
+
+Task<void> read_park_and_resume(Runtime& rt) {
+    Pipe p;
+    BufferRing ring(rt, op::BufferGroup{41}, 2, 4);
+    auto s = buf::read_multishot(p.r, ring);
+    EXPECT_EQ(::write(p.w, "abcdefghijkl", 12), 12);
+    co_await park_and_resume(s, ring, p.w, s.multishot()); // single reads park before a read
 }
 
 TEST(ReadStream, DryRingParksAndResumes) {
@@ -731,37 +743,13 @@ Task<void> bundle_through_dry_ring(Runtime& rt) {
     EXPECT_EQ(ring.available(), 4u);
 }
 
-/// A bundle (or two recvs) takes both buffers of a 2 x 4 ring, the rest of the data ends the
-/// multishot with -ENOBUFS: the stream parks, and resumes when the reader gives a buffer back
-/// and waits.
 Task<void> recv_park_and_resume(Runtime& rt, std::uint16_t group, bool incremental, bool expect_bundles) {
     StreamPair sp;
     BufferRing ring(rt, op::BufferGroup{group}, 2, 4, {.incremental = incremental});
-    ring.set_rearm_threshold(2);
     EXPECT_EQ(::send(sp.b, "abcdefghijkl", 12, 0), 12);
     auto s = buf::recv_bundle(sp.a, ring);
     EXPECT_EQ(s.bundles(), expect_bundles);
-    Buffer a = co_await s.next();
-    Buffer b = co_await s.next();
-    co_await settle(8);
-    EXPECT_EQ(a.view(), "abcd");
-    EXPECT_EQ(b.view(), "efgh");
-    EXPECT_TRUE(s.parked()); // -ENOBUFS, or a bundle's last CQE with the ring empty
-    EXPECT_FALSE(s.armed());
-    EXPECT_EQ(ring.lent(), 2u);
-    if (!expect_bundles) {
-        EXPECT_GT(ring.stats().enobufs, 0u);
-    }
-    a.reset();
-    Buffer c = co_await s.next();
-    EXPECT_EQ(c.view(), "ijkl");
-    EXPECT_GE(s.rearms(), 1u);
-    sp.b.reset();
-    b.reset();
-    c.reset();
-    Buffer end = co_await s.next();
-    EXPECT_FALSE(end);
-    EXPECT_EQ(end.result(), 0);
+    co_await park_and_resume(s, ring, sp.b, !expect_bundles);
 }
 
 TEST(RecvBundle, DryRingParksAndResumes) {
