@@ -75,7 +75,7 @@ namespace {
         self.destroy();
         return std::noop_coroutine();
     }
-    auto* w = reinterpret_cast<JoinWaiter*>(old);
+    auto* w = reinterpret_cast<JoinWaiter*>(old & ~join_linked_tag);
     if (w->h) {
         if (w->rt == rt || w->rt == nullptr)
             return w->h;
@@ -93,16 +93,18 @@ namespace {
 } // namespace
 
 void wake_join_waiter(JoinWaiter& w) {
-    Runtime* rt = w.rt;
-    std::coroutine_handle<> h = w.h;
-    rt->post(h);
-    // The waiter's runtime waits for this before it lets the waiter go (its resumption, or
-    // its shutdown): after this store, nothing here touches w or rt.
-    w.released.store(true, std::memory_order_release);
+    // The waiter's runtime waits for `released` before it lets the waiter go (its resumption,
+    // or its shutdown): after that store, nothing here touches w or its runtime. Stored on
+    // every path, a post that throws (no memory) included, so no one waits for it forever.
+    struct Release {
+        JoinWaiter& w;
+        ~Release() { w.released.store(true, std::memory_order_release); }
+    } release{w};
+    w.rt->post(w.h);
 }
 
 void withdraw_join_waiter(JoinWaiter& w) noexcept {
-    std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(&w);
+    std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(&w) | join_linked_tag;
     if (!w.join->compare_exchange_strong(expected, join_running, std::memory_order_acq_rel, std::memory_order_acquire))
         w.wait_released(); // the task's end took it: it is posting the wake-up here
     RuntimeAccess::unlink_join_waiter(*w.rt, w);
@@ -119,9 +121,12 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
     if (pool == nullptr) [[likely]] {
         if (old == join_running) // nobody waits yet
             return std::noop_coroutine();
-        if (old > join_abandoned) { // a joiner: a coroutine on this runtime is the common one
+        // A joiner: a coroutine on this runtime is the common one. An untagged waiter is one
+        // whose runtime was the task's when it began to wait, and the task has not moved
+        // since (a move tags it), so a coroutine there is on this runtime; or a thread join.
+        if (old > join_abandoned && !(old & join_linked_tag)) [[likely]] {
             auto* w = reinterpret_cast<JoinWaiter*>(old);
-            if (w->h && (w->rt == rt || w->rt == nullptr)) [[likely]]
+            if (w->h) [[likely]]
                 return w->h;
         }
     }
@@ -471,7 +476,7 @@ void Runtime::shutdown() {
         if (old == detail::join_detached) {
             std::coroutine_handle<>::from_address(p->frame_address()).destroy();
         } else if (old != detail::join_running && old != detail::join_completed) {
-            auto* w = reinterpret_cast<detail::JoinWaiter*>(old);
+            auto* w = reinterpret_cast<detail::JoinWaiter*>(old & ~detail::join_linked_tag);
             if (!w->h) {
                 auto* tw = static_cast<detail::ThreadJoinWaiter*>(w);
                 std::lock_guard lk(tw->m);

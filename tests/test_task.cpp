@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 using ringo::JoinHandle;
 using ringo::Runtime;
@@ -381,6 +382,57 @@ TEST(Spawn, AWaiterOnAnotherRuntimeLearnsThatTheTasksRuntimeWentFirst) {
         Background remote;
         EXPECT_TRUE(ringo::block_on(outlive_remote_runtime(remote.rt.load(), &remote.stop))) << i;
     }
+}
+
+// Tasks that move between two background runtimes (switch_to) and end at varying times, with
+// waiters on a short-lived third runtime that is destroyed while some still wait: every
+// ending either resumes its waiter or finds it withdrawn, and nothing touches the destroyed
+// runtime or a freed waiter (run under ASan and TSan in CI; a reviewer's stress program found
+// a use after free in the move's look at the waiter with this workload).
+Task<int> hop_between(Runtime* a, Runtime* c, int hops, std::atomic<int>* ended) {
+    for (int i = 0; i < hops; ++i)
+        co_await ringo::switch_to(i % 2 ? *a : *c);
+    ended->fetch_add(1);
+    co_return hops;
+}
+Task<void> start_waiters(Runtime* a, Runtime* c, int n, int hops, std::vector<JoinHandle<int>>* kept,
+                         std::atomic<int>* ended) {
+    for (int i = 0; i < n; ++i) {
+        auto t = ringo::spawn(i % 2 ? *a : *c, hop_between(a, c, hops + i % 7, ended));
+        if (i % 3 == 0)
+            kept->push_back(ringo::spawn(await_handle(std::move(t))));
+        else
+            ringo::spawn(await_handle(std::move(t))).detach();
+    }
+    co_await ringo::yield();
+}
+
+TEST(Spawn, WaitersOnAShortLivedRuntimeForTasksMovingBetweenRuntimes) {
+    Background a, c;
+    std::atomic<int> ended{0};
+    int finished = 0, abandoned = 0;
+    for (int it = 0; it < 150; ++it) {
+        std::vector<JoinHandle<int>> kept;
+        {
+            Runtime b;
+            b.block_on(start_waiters(a.rt.load(), c.rt.load(), 12, 1 + it % 40, &kept, &ended));
+            std::this_thread::sleep_for(std::chrono::microseconds((it * 37) % 300));
+        }
+        for (auto& k : kept) {
+            try {
+                (void)k.join();
+                ++finished;
+            } catch (const std::runtime_error&) {
+                ++abandoned; // its runtime went first
+            }
+        }
+    }
+    EXPECT_EQ(finished + abandoned, 150 * 4);
+    EXPECT_GT(abandoned, 0);
+    // The moving tasks outlive their waiters: the runtimes they move between must outlive them.
+    for (int i = 0; i < 5000 && ended.load() < 150 * 12; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(ended.load(), 150 * 12);
 }
 
 } // namespace

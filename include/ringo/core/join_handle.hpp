@@ -184,13 +184,16 @@ public:
             w.h = h;
             w.rt = detail::t_current;
             auto& p = jh->h_.promise();
+            // Read before the CAS: after it, the task's end may resume us elsewhere and free p.
+            // (A waiter outside any runtime is tagged too, and never linked: the tag only
+            // keeps a migration from looking at it.)
+            const bool remote = std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire) != w.rt;
+            const std::uintptr_t me = reinterpret_cast<std::uintptr_t>(&w) | std::uintptr_t(remote);
+            static_assert(detail::join_linked_tag == 1);
             std::uintptr_t expected = detail::join_running;
-            if (!p.join_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(&w),
-                                                 std::memory_order_acq_rel, std::memory_order_acquire))
+            if (!p.join_.compare_exchange_strong(expected, me, std::memory_order_acq_rel, std::memory_order_acquire))
                 return false;
-            // The task's end may run on another thread from here on, but it touches only h,
-            // rt and released of the waiter.
-            if (std::atomic_ref<Runtime*>(p.owner_).load(std::memory_order_acquire) != w.rt) [[unlikely]]
+            if (remote) [[unlikely]]
                 detail::link_join_waiter(w, p.join_);
             if ((ctx = detail::ctx_of(h))) {
                 ctx->waiting = this;
