@@ -13,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "helpers.hpp"
 #include "op_helpers.hpp"
 
 using ringo::Runtime;
@@ -413,6 +414,49 @@ TEST_F(SocketOps, SocketpairBadBufferIsEfault) {
     });
     ::close(sv[0]);
     ::close(sv[1]);
+}
+
+} // namespace
+
+namespace {
+
+// An accept that completed while its coroutine can no longer be resumed (it waits in a group
+// whose other member never ends) when the runtime goes: the new descriptor belongs to nobody,
+// and the operation closes it when the frame is destroyed instead of leaking it.
+Task<void> accept_in_group(int lfd) {
+    auto r = co_await ringo::when_all(op::accept(lfd, nullptr, nullptr, SOCK_CLOEXEC),
+                                      op::timeout(std::chrono::seconds(10)));
+    (void)r;
+}
+
+Task<void> connect_and_leave(int lfd, std::uint16_t port, int* client) {
+    ringo::spawn(accept_in_group(lfd)).detach();
+    co_await ringo::yield(); // the group is in flight
+    *client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a = loopback(port);
+    EXPECT_EQ(::connect(*client, sa(a), sizeof a), 0);
+    co_await ringo::sleep_for(std::chrono::milliseconds(20)); // the accept's CQE arrives
+}
+
+TEST(SocketOp, AnAcceptedDescriptorNobodyTookIsClosedWhenTheRuntimeGoes) {
+    int lfd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a = loopback();
+    ASSERT_EQ(::bind(lfd, sa(a), sizeof a), 0);
+    ASSERT_EQ(::listen(lfd, 8), 0);
+    socklen_t len = sizeof a;
+    ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    int client = -1;
+    int before = open_fds();
+    {
+        Runtime rt;
+        rt.block_on(connect_and_leave(lfd, ntohs(a.sin_port), &client));
+    } // the group never ended: its frame is destroyed with the accepted socket in it
+    ASSERT_GE(client, 0);
+    EXPECT_EQ(open_fds(), before + 1); // the client socket only
+    char c;
+    EXPECT_EQ(::recv(client, &c, 1, 0), 0); // the server side was closed: end of stream
+    ::close(client);
+    ::close(lfd);
 }
 
 } // namespace

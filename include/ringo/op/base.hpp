@@ -6,6 +6,9 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+
+#include <unistd.h>
 
 #include <ringo/core/runtime.hpp>
 #include <ringo/uring/compat.hpp>
@@ -50,6 +53,37 @@ namespace ringo::detail {
 /// `co_await op::close(fd)` does its job on every path out of a cancelled task.
 template <class D>
 concept ReleaseOperation = D::releases;
+
+/// The state of an operation whose result, when >= 0, is a new descriptor that belongs to
+/// whoever takes the result (accept, openat, socket, fixed_fd_install): `Op<D,
+/// DescriptorResult>`. A descriptor that nobody took is closed when the operation goes, so
+/// it cannot leak: an operation that completed while a runtime's shutdown cancelled
+/// everything has its result set and its coroutine is never resumed (its frame is just
+/// destroyed). Taking the result (the await, or a group of operations) hands the descriptor
+/// over. A copy never carries one.
+struct DescriptorResult : OpState {
+    DescriptorResult() noexcept { res = -1; }
+    DescriptorResult(const DescriptorResult& o) noexcept : OpState(o), closes_result(o.closes_result) { res = -1; }
+    DescriptorResult& operator=(const DescriptorResult&) = delete;
+    ~DescriptorResult() {
+        if (closes_result && res >= 0)
+            (void)::close(res);
+    }
+    bool closes_result = true; // false: the result is a table slot (a direct variant)
+};
+
+/// An operation's result as the awaiting code takes it (a group of operations reads its
+/// members' results through this too): for a DescriptorResult, the descriptor is handed over.
+template <class O>
+int take_res(O& op) noexcept {
+    if constexpr (std::is_base_of_v<DescriptorResult, O>) {
+        int r = op.res;
+        op.res = -1;
+        return r;
+    } else {
+        return op.res;
+    }
+}
 } // namespace ringo::detail
 
 namespace ringo::op {
@@ -110,10 +144,10 @@ protected:
 /// [[nodiscard]] here does not pass to the derived types: every operation type carries it
 /// itself (`struct [[nodiscard]] Close : Op<Close>`), so an operation created and dropped
 /// without co_await warns (tests/tools/check_nodiscard.cmake checks a sample).
-template <class Derived>
-class [[nodiscard]] Op : public detail::OpState, public SqeFlags<Derived> {
+template <class Derived, class State = detail::OpState>
+class [[nodiscard]] Op : public State, public SqeFlags<Derived> {
 public:
-    Op() noexcept { cancel_fn = &cancel_self; }
+    Op() noexcept { this->cancel_fn = &cancel_self; }
 
     bool await_ready() const noexcept { return false; }
     // Always inlined into the awaiting coroutine: this is the hot path of every operation,
@@ -139,9 +173,9 @@ public:
         if constexpr (!detail::ReleaseOperation<Derived>)
             ctx_->waiting = nullptr;
         if constexpr (detail::FallbackOnResult<Derived>)
-            if (static_cast<const Derived*>(this)->fallback_on(res)) [[unlikely]]
+            if (static_cast<const Derived*>(this)->fallback_on(this->res)) [[unlikely]]
                 return fall_back_after(); // the kernel could not do it (or the probe said so)
-        return res;
+        return detail::take_res(*this);
     }
 
     /// The CQE flags of the completion (IORING_CQE_F_*), valid after the await.
@@ -154,20 +188,20 @@ private:
     // Nothing is submitted: no runtime (-ENXIO), an opcode the kernel lacks (-EOPNOTSUPP),
     // or a task already cancelled (-ECANCELED). The coroutine goes on at once.
     [[gnu::noinline]] bool refuse(Runtime* rt, detail::CancelCtx* ctx) noexcept {
-        res = !rt ? -ENXIO : (ctx->cancelled && !detail::ReleaseOperation<Derived>) ? -ECANCELED : -EOPNOTSUPP;
+        this->res = !rt ? -ENXIO : (ctx->cancelled && !detail::ReleaseOperation<Derived>) ? -ECANCELED : -EOPNOTSUPP;
         if constexpr (detail::OperationWithFallback<Derived> && !detail::FallbackOnResult<Derived>)
-            if (res == -EOPNOTSUPP) // the probe lacks the opcode: the plain system call instead
-                res = static_cast<Derived*>(this)->fallback();
-        cqe_flags = 0;
+            if (this->res == -EOPNOTSUPP) // the probe lacks the opcode: the plain system call instead
+                this->res = static_cast<Derived*>(this)->fallback();
+        this->cqe_flags = 0;
         ctx_ = ctx;
         return false;
     }
     // A result fallback_on accepted: the plain system call's result instead, unless the task
     // has been cancelled meanwhile (nothing was done: -ECANCELED).
     [[gnu::noinline]] int fall_back_after() noexcept {
-        res = ctx_->cancelled ? -ECANCELED : static_cast<Derived*>(this)->fallback();
-        cqe_flags = 0;
-        return res;
+        this->res = ctx_->cancelled ? -ECANCELED : static_cast<Derived*>(this)->fallback();
+        this->cqe_flags = 0;
+        return this->res;
     }
     // Cancelling the awaiting task submits ASYNC_CANCEL for this operation; the operation's
     // own CQE (-ECANCELED, or its result if it finished first) then resumes the task.
@@ -217,8 +251,8 @@ inline void prep_raw(io_uring_sqe* sqe, std::uint8_t opcode, int fd, std::uint64
 /// The user_data an awaited operation carries while it is in flight: what poll_remove,
 /// poll_update, timeout_remove, timeout_update and async_cancel take to name it. Name the
 /// awaitable (`auto t = op::timeout(1s); co_await t;`) to be able to take its address.
-template <class D>
-[[nodiscard]] std::uint64_t user_data_of(const Op<D>& o) noexcept {
+template <class D, class S>
+[[nodiscard]] std::uint64_t user_data_of(const Op<D, S>& o) noexcept {
     return reinterpret_cast<std::uint64_t>(static_cast<const detail::OpState*>(&o));
 }
 

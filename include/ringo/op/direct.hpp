@@ -26,7 +26,7 @@ inline FilesUpdate files_update(int* fds, unsigned nr, unsigned offset) noexcept
 /// IORING_OP_FIXED_FD_INSTALL (6.8): installs registered file `fd` (a Fixed) as a regular
 /// descriptor of the process: the new fd or -errno (-EBADF for a plain fd or an empty
 /// slot). O_CLOEXEC is set unless `flags` has uring::compat::fixed_fd_no_cloexec.
-struct [[nodiscard]] FixedFdInstall : Op<FixedFdInstall> {
+struct [[nodiscard]] FixedFdInstall : Op<FixedFdInstall, detail::DescriptorResult> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::fixed_fd_install;
     FixedFdInstall(FileRef fd, unsigned flags) noexcept : fd_(fd), flags_(flags) {}
     void prepare(io_uring_sqe* s) const noexcept {

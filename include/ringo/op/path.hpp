@@ -11,7 +11,7 @@ namespace ringo::op {
 
 /// IORING_OP_OPENAT (5.6), like openat(2): the new fd or -errno. `path` must stay valid
 /// until the await ends.
-struct [[nodiscard]] Openat : Op<Openat> {
+struct [[nodiscard]] Openat : Op<Openat, detail::DescriptorResult> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::openat;
     Openat(int dfd, const char* path, int flags, mode_t mode) noexcept
         : dfd_(dfd), path_(path), flags_(flags), mode_(mode) {}
@@ -50,10 +50,12 @@ inline OpenatDirect openat_direct(int dfd, const char* path, int flags, mode_t m
 
 /// IORING_OP_OPENAT2 (5.6), like openat2(2): the new fd or -errno. `how` must stay valid
 /// until the await ends.
-struct Openat2 : Op<Openat2> {
+struct [[nodiscard]] Openat2 : Op<Openat2, detail::DescriptorResult> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::openat2;
     Openat2(int dfd, const char* path, open_how* how, unsigned slot, bool direct) noexcept
-        : dfd_(dfd), path_(path), how_(how), slot_(slot), direct_(direct) {}
+        : dfd_(dfd), path_(path), how_(how), slot_(slot), direct_(direct) {
+        closes_result = !direct; // into a table slot, the result is the slot
+    }
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_openat2(s, dfd_, path_, how_);
         if (direct_)

@@ -11,7 +11,7 @@
 namespace ringo::op {
 
 /// IORING_OP_SOCKET (5.19), like socket(2): the new fd or -errno.
-struct [[nodiscard]] Socket : Op<Socket> {
+struct [[nodiscard]] Socket : Op<Socket, detail::DescriptorResult> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::socket;
     Socket(int domain, int type, int protocol, unsigned flags) noexcept
         : domain_(domain), type_(type), protocol_(protocol), flags_(flags) {}
@@ -95,7 +95,7 @@ struct [[nodiscard]] Connect : Op<Connect> {
 inline Connect connect(FileRef fd, const sockaddr* addr, socklen_t addrlen) noexcept { return {fd, addr, addrlen}; }
 
 /// IORING_OP_ACCEPT (5.5), like accept4(2): the new fd or -errno. `addr`/`addrlen` may be null.
-struct [[nodiscard]] Accept : Op<Accept> {
+struct [[nodiscard]] Accept : Op<Accept, detail::DescriptorResult> {
     static constexpr std::uint8_t opcode = uring::compat::opcode::accept;
     Accept(FileRef fd, sockaddr* addr, socklen_t* len, int flags) noexcept
         : fd_(fd), addr_(addr), len_(len), flags_(flags) {}

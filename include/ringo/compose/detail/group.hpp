@@ -121,7 +121,7 @@ public:
     }
     std::tuple<decltype(std::declval<Ops&>().res)...> await_resume() noexcept {
         finish();
-        return std::apply([](auto&... op) { return std::make_tuple(op.res...); }, ops_);
+        return std::apply([](auto&... op) { return std::make_tuple(take_res(op)...); }, ops_);
     }
 
 private:
@@ -157,7 +157,7 @@ public:
         std::vector<int> r;
         r.reserve(ops_.size());
         for (auto& op : ops_)
-            r.push_back(op.res);
+            r.push_back(take_res(op));
         return r;
     }
 
