@@ -228,17 +228,37 @@ auto when_all(As&&... as) {
         return detail::when_all_tasks(detail::to_task(std::forward<As>(as))...);
 }
 
-/// when_all over a run-time number of tasks: yields std::vector of their values.
+namespace detail {
 template <class T>
-Task<std::vector<detail::branch_value_t<T>>> when_all(std::vector<Task<T>> tasks) {
+inline constexpr bool always_false = false;
+} // namespace detail
+
+/// when_all over a run-time number of tasks, moved in (`when_all(std::move(v))`): yields
+/// std::vector of their values.
+template <class T>
+Task<std::vector<detail::branch_value_t<T>>> when_all(std::vector<Task<T>>&& tasks) {
     return detail::when_all_range(std::move(tasks));
+}
+/// A vector of tasks that was not moved: a compile error that says so.
+template <class T>
+Task<std::vector<detail::branch_value_t<T>>> when_all(std::vector<Task<T>>& tasks) {
+    static_assert(detail::always_false<T>,
+                  "ringo::when_all(v): pass std::move(v): the tasks move into the group, a vector is not copied");
+    return when_all(std::move(tasks)); // (not compiled: only the message above is)
 }
 
 /// when_all over a run-time number of operations of one type, submitted together: yields
-/// std::vector<int>. An empty vector yields an empty result at once.
+/// std::vector<int>. An empty vector yields an empty result at once. The vector is moved in
+/// (`when_all(std::move(ops))`): the group owns the operations while the kernel works.
 template <Operation O>
-detail::OpVector<O> when_all(std::vector<O> ops) {
+detail::OpVector<O> when_all(std::vector<O>&& ops) {
     return detail::OpVector<O>(0, std::move(ops));
+}
+template <Operation O>
+detail::OpVector<O> when_all(std::vector<O>& ops) {
+    static_assert(detail::always_false<O>, "ringo::when_all(ops): pass std::move(ops): the group owns the "
+                                           "operations while they are in flight, a vector is not copied");
+    return when_all(std::move(ops));
 }
 
 /// Awaits the arguments concurrently; the first to finish wins. The others are cancelled
@@ -254,10 +274,17 @@ auto when_any(A0&& a0, As&&... as) {
     return detail::when_any_tasks<R>(detail::to_task(std::forward<A0>(a0)), detail::to_task(std::forward<As>(as))...);
 }
 
-/// when_any over a run-time number of tasks. An empty range throws std::invalid_argument.
+/// when_any over a run-time number of tasks, moved in (`when_any(std::move(v))`). An empty
+/// range throws std::invalid_argument.
 template <class T>
-Task<std::pair<std::size_t, detail::branch_value_t<T>>> when_any(std::vector<Task<T>> tasks) {
+Task<std::pair<std::size_t, detail::branch_value_t<T>>> when_any(std::vector<Task<T>>&& tasks) {
     return detail::when_any_range(std::move(tasks));
+}
+template <class T>
+Task<std::pair<std::size_t, detail::branch_value_t<T>>> when_any(std::vector<Task<T>>& tasks) {
+    static_assert(detail::always_false<T>,
+                  "ringo::when_any(v): pass std::move(v): the tasks move into the group, a vector is not copied");
+    return when_any(std::move(tasks));
 }
 
 } // namespace ringo

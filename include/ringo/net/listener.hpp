@@ -213,8 +213,9 @@ private:
             co_await (*h)(TcpStream(std::move(fd)), peer);
         else if constexpr (std::is_invocable_v<H&, TcpStream>)
             co_await (*h)(TcpStream(std::move(fd)));
-        else
+        else if constexpr (std::is_invocable_v<H&, int>)
             co_await (*h)(fd.release());
+        // (no other form: the constructor's static_assert says so)
     }
     template <class H>
     static constexpr bool valid_handler = std::is_invocable_v<H&, TcpStream, SocketAddr> ||
