@@ -509,3 +509,64 @@ TEST(TcpDocs, EchoExampleRuns) {
 }
 
 } // namespace
+
+namespace {
+
+// A connection's bytes through recv_stream: what arrives in buffers of the ring, in order, then
+// the end of the stream (result 0) when the peer shuts down its side.
+Task<std::string> receive_all(TcpListener& l, ringo::buf::BufferRing& ring, bool bundle, int* end) {
+    auto c = co_await l.accept();
+    if (!c)
+        co_return "accept failed";
+    auto in = c->stream.recv_stream(ring, bundle);
+    std::string got;
+    for (;;) {
+        ringo::buf::Buffer b = co_await in.next();
+        if (!b)
+            break;
+        got.append(reinterpret_cast<const char*>(b.data()), b.size());
+    }
+    *end = in.result();
+    co_return got;
+}
+
+Task<void> send_chunks(SocketAddr to, std::string data) {
+    auto s = co_await TcpStream::connect(to);
+    if (!s)
+        co_return;
+    for (std::size_t off = 0; off < data.size(); off += 1000) {
+        auto w = co_await s->write_all(data.data() + off, std::min<std::size_t>(1000, data.size() - off));
+        if (!w)
+            co_return;
+        co_await ringo::sleep_for(1ms);
+    }
+    auto sh = co_await s->shutdown(SHUT_WR);
+    (void)sh;
+}
+
+Task<void> stream_through_ring(ringo::buf::BufferRing& ring, bool bundle) {
+    auto l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+    EXPECT_TRUE(l);
+    std::string data;
+    for (int i = 0; i < 20000; ++i)
+        data.push_back(static_cast<char>('a' + i % 26));
+    int end = -1;
+    auto rx = ringo::spawn(receive_all(*l, ring, bundle, &end));
+    co_await send_chunks(*l->local_addr(), data);
+    std::string got = co_await rx;
+    EXPECT_EQ(got.size(), data.size());
+    EXPECT_TRUE(got == data);
+    EXPECT_EQ(end, 0);
+}
+
+TEST(Tcp, RecvStreamDeliversTheBytesInOrderThroughARing) {
+    for (bool bundle : {false, true}) {
+        ringo::Runtime rt;
+        ringo::buf::BufferRing ring(rt, ringo::op::BufferGroup{5}, 8, 512); // smaller than a chunk
+        int before = ringo_test::open_fds();
+        rt.block_on(stream_through_ring(ring, bundle));
+        EXPECT_EQ(ringo_test::open_fds(), before) << "bundle " << bundle;
+    }
+}
+
+} // namespace

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -346,5 +347,43 @@ Task<std::string> ask_udp_echo() {
 }
 
 TEST(UdpDocs, EchoExampleRuns) { EXPECT_EQ(run(ask_udp_echo()), "echo me"); }
+
+} // namespace
+
+namespace {
+
+// Two senders, three datagrams: the stream yields each one whole, with its sender's address;
+// dropping the stream cancels the multishot receive.
+Task<void> datagram_stream(ringo::buf::BufferRing& ring) {
+    Result<UdpSocket> rx = co_await UdpSocket::bind(SocketAddr::v4_loopback(0));
+    Result<UdpSocket> a = co_await UdpSocket::bind(SocketAddr::v4_loopback(0));
+    Result<UdpSocket> b = co_await UdpSocket::bind(SocketAddr::v4_loopback(0));
+    EXPECT_TRUE(rx && a && b);
+    SocketAddr to = *rx->local_addr();
+    auto in = rx->recv_stream(ring);
+    (void)co_await a->send_to(std::string_view("one"), to);
+    (void)co_await b->send_to(std::string_view("two!"), to);
+    (void)co_await a->send_to(std::string_view("three"), to);
+    const char* want[] = {"one", "two!", "three"};
+    SocketAddr from[] = {*a->local_addr(), *b->local_addr(), *a->local_addr()};
+    for (int i = 0; i < 3; ++i) {
+        ringo::buf::Message m = co_await in.next();
+        EXPECT_TRUE(m) << "datagram " << i << ": " << m.result();
+        if (!m)
+            co_return;
+        EXPECT_EQ(std::string(reinterpret_cast<const char*>(m.payload().data()), m.size()), want[i]);
+        EXPECT_FALSE(m.truncated());
+        std::optional<SocketAddr> peer = SocketAddr::from(m.name(), m.name_len());
+        EXPECT_TRUE(peer && *peer == from[i]) << i;
+    }
+}
+
+TEST(Udp, ReceiveStreamYieldsEachDatagramWithItsSender) {
+    ringo::Runtime rt;
+    ringo::buf::BufferRing ring(rt, ringo::op::BufferGroup{3}, 8, 256);
+    int before = open_fds();
+    rt.block_on(datagram_stream(ring));
+    EXPECT_EQ(open_fds(), before);
+}
 
 } // namespace

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <utility>
 
+#include <ringo/buf/buffer_ring.hpp>
+#include <ringo/buf/recvmsg_stream.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
@@ -121,6 +123,20 @@ private:
 template <class Derived>
 class DatagramSocket : public SocketBase<Derived> {
 public:
+    /// The datagrams that arrive, as a stream of buf::Message (buf::recvmsg_multishot: one
+    /// multishot IORING_OP_RECVMSG stays armed; each datagram lands in a buffer the kernel
+    /// picks from `ring`, with its sender's address; a truncated one says so):
+    ///
+    ///     auto in = sock.recv_stream(ring);
+    ///     while (ringo::buf::Message m = co_await in.next())
+    ///         handle(m.payload(), ringo::net::SocketAddr::from(m.name(), m.name_len()));
+    ///
+    /// The stream must not outlive the socket; dropping it cancels the receive. The ring must
+    /// not be incremental (datagram boundaries would be lost: -EINVAL).
+    [[nodiscard]] buf::RecvMsgStream recv_stream(buf::BufferRing& ring) {
+        return buf::recvmsg_multishot(op::FileRef(this->fd_), ring);
+    }
+
     /// Sets the default peer (IORING_OP_CONNECT): send and recv then go to and come from it
     /// only, and an error the peer reports (ECONNREFUSED: nothing listens there) comes back
     /// from a later send or recv. No packet is sent.

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <utility>
 
+#include <ringo/buf/buffer_ring.hpp>
+#include <ringo/buf/recv_stream.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/io/detail/exact.hpp>
 #include <ringo/io/fd.hpp>
@@ -59,6 +61,23 @@ public:
     }
     SendAwait write(std::span<const std::byte> buf) noexcept { return write(buf.data(), buf.size()); }
     SendAwait write(std::string_view s) noexcept { return write(s.data(), s.size()); }
+
+    /// What arrives, as a stream of buffers from `ring` (buf::recv_multishot: one
+    /// IORING_OP_RECV with IORING_RECV_MULTISHOT stays armed, and the kernel puts each chunk
+    /// in a buffer it picks from the ring; no buffer per connection):
+    ///
+    ///     auto in = conn.recv_stream(ring);
+    ///     while (ringo::buf::Buffer b = co_await in.next())
+    ///         consume(b.data(), b.size());   // b goes back to the ring after the loop body
+    ///     // in.result(): 0 at the end of the stream, or -errno
+    ///
+    /// With `bundle`, one completion may fill several buffers (buf::recv_bundle, 6.10; a plain
+    /// multishot recv without it). The stream must not outlive the socket; dropping it cancels
+    /// the receive. One pooled node per stream, no allocation per buffer.
+    [[nodiscard]] buf::RecvStream recv_stream(buf::BufferRing& ring, bool bundle = false) {
+        return bundle ? buf::recv_bundle(op::FileRef(this->fd_), ring)
+                      : buf::recv_multishot(op::FileRef(this->fd_), ring);
+    }
 
     /// Fills `buf`, receiving again after short receives. The end of the stream first is
     /// net::Error::unexpected_eof (the bytes received so far are in `buf`).
