@@ -2,6 +2,8 @@
 // connected loopback sockets, pipes, bad inputs.
 #pragma once
 
+#include <ringo/io/fd.hpp>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -27,32 +29,13 @@ auto run(F f) {
     return rt.block_on(f());
 }
 
-/// Owns a descriptor.
-class Fd {
+/// An owned descriptor for the tests' own set-up: the library's ringo::Fd, which also reads as
+/// a plain int (for the system calls that set up and check a test).
+class Fd : public ringo::Fd {
 public:
-    Fd() = default;
-    explicit Fd(int fd) noexcept : fd_(fd) {}
-    Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-    Fd& operator=(Fd&& o) noexcept {
-        if (this != &o) {
-            reset();
-            fd_ = std::exchange(o.fd_, -1);
-        }
-        return *this;
-    }
-    ~Fd() { reset(); }
-    void reset(int fd = -1) noexcept {
-        if (fd_ >= 0)
-            ::close(fd_);
-        fd_ = fd;
-    }
-    int release() noexcept { return std::exchange(fd_, -1); }
-    [[nodiscard]] int get() const noexcept { return fd_; }
-    operator int() const noexcept { return fd_; }                                    // NOLINT
-    operator ringo::op::FileRef() const noexcept { return ringo::op::FileRef(fd_); } // NOLINT
-
-private:
-    int fd_ = -1;
+    Fd() noexcept = default;
+    explicit Fd(int fd) noexcept : ringo::Fd(fd) {}
+    operator int() const noexcept { return get(); } // NOLINT
 };
 
 // Awaits an operation that lives in the caller's frame (so the caller can name it).
