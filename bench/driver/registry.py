@@ -162,6 +162,10 @@ def _storage_impls() -> list[Impl]:
         I("ringo direct-fixed", R + "direct-fixed", tag="direct-fixed", profiles=("full",)),
         I("ringo sqpoll", R + "sqpoll", tag="sqpoll"),
         I("ringo iopoll", R + "iopoll", tag="iopoll"),
+        # The same reads through the high-level ringo::fs::File (read_at, Result<size_t>)
+        # instead of op::read: what the layer costs per I/O.
+        I("ringo fs::File buffered", R + "buffered --api file", tag="buffered"),
+        I("ringo fs::File direct", R + "direct --api file", tag="direct"),
         I("libaio direct batched", "<bench_aio> " + STORAGE_ARGS + " --variant direct --submit batched", tag="direct"),
         I("libaio direct per-io", "<bench_aio> " + STORAGE_ARGS + " --variant direct --submit per-io", tag="direct"),
         I("psync buffered", "<bench_sync> " + STORAGE_ARGS + " --engine psync --variant buffered",
@@ -195,6 +199,8 @@ def _storage_targets() -> list[Target]:
     t = []
     for v in ("buffered", "fixed", "direct", "sqpoll", "iopoll"):
         t.append(Target(f"ringo {v}", f"liburing {v}", 0.98, "every x", "within 2 % of raw liburing"))
+    for v in ("buffered", "direct"):
+        t.append(Target(f"ringo fs::File {v}", f"ringo {v}", 0.98, "every x", "fs::File within 2 % of op::read"))
     for b in ("monoio direct", "compio direct"):
         t.append(Target("ringo direct", b, 1.25, "max x", "at least 1.25x at the highest QD"))
     t.append(Target("ringo direct", "libaio direct batched", 1.0, "every x", "at least libaio"))

@@ -6,10 +6,18 @@
 // op::FileTable, operations name it op::Fixed{0}) and one buffer per task (buf::BufferTable, task i
 // uses op::read_fixed / op::write_fixed with buffer index i), exactly what bench_uring's fixed
 // variant registers; the registration happens before the measured interval, as there.
+//
+// --api file does the same I/O through the high-level ringo::fs::File (read_at / write_at
+// yielding Result<size_t>; with "fixed", the file in registered slot 0 and read_at_fixed /
+// write_at_fixed) instead of op:: calls: the storage figures' "ringo fs::File" rows, to show
+// what the high-level layer costs per I/O.
+#include <ringo/fs/file.hpp>
 #include <ringo/ringo.hpp>
 
 #include <sys/uio.h>
 
+#include <optional>
+#include <span>
 #include <system_error>
 
 #include "../storage/common.hpp"
@@ -23,6 +31,7 @@ const char* kUsage =
     "             tokens combine with '-' or '+': fixed = registered file + registered buffers,\n"
     "             direct = O_DIRECT, sqpoll = IORING_SETUP_SQPOLL, iopoll = IORING_SETUP_IOPOLL + O_DIRECT\n"
     "  --offsets  FILE of little-endian u64 offsets (random modes)\n"
+    "  --api      op | file   op:: calls (default), or ringo::fs::File's read_at / write_at\n"
     "  --setup    none | coop | defer   task-run ring flags, as bench_uring's --setup (default none):\n"
     "             none = no task-run flag, coop = COOP_TASKRUN, defer = DEFER_TASKRUN (ringo's default\n"
     "             for its runtimes; with completions from a block device it wakes the loop once per\n"
@@ -69,12 +78,16 @@ struct Shared {
     sb::Buffers* bufs;
     sb::Stats st;
     int fd;
+    ringo::fs::File* file = nullptr; // --api file
     bool fixed = false; // registered file slot 0 + registered buffer i for task i
     uint64_t deadline;
     uint64_t t_end = 0;
     bool stopping = false;
     bool unsupported = false;
 };
+
+// A Result of the high-level layer as the kernel's int (the count, or -errno).
+int as_int(const ringo::Result<std::size_t>& n) noexcept { return n ? static_cast<int>(*n) : -n.error().value(); }
 
 // Time-stamps like bench_uring: one clock reading per batch of completions (the runtime's
 // loop_now_ns()), used both as the completion time of this I/O and as the submission time of
@@ -85,7 +98,19 @@ ringo::Task<void> worker(Shared& s, unsigned i) {
     while (!s.stopping) {
         sb::NextOp op = s.wl->next();
         int res;
-        if (s.fixed)
+        if (s.file) { // the high-level layer: Result<std::size_t>, turned back into the kernel's int
+            void* b = (*s.bufs)[i];
+            if (s.fixed && op.write)
+                res = as_int(co_await s.file->write_at_fixed(
+                    std::span<const std::byte>(static_cast<const std::byte*>(b), s.o->bs), op.offset, i));
+            else if (s.fixed)
+                res = as_int(co_await s.file->read_at_fixed(
+                    std::span<std::byte>(static_cast<std::byte*>(b), s.o->bs), op.offset, i));
+            else if (op.write)
+                res = as_int(co_await s.file->write_at(b, s.o->bs, op.offset));
+            else
+                res = as_int(co_await s.file->read_at(b, s.o->bs, op.offset));
+        } else if (s.fixed)
             res = op.write ? co_await ringo::op::write_fixed(ringo::op::Fixed{0}, (*s.bufs)[i], s.o->bs, op.offset, i)
                            : co_await ringo::op::read_fixed(ringo::op::Fixed{0}, (*s.bufs)[i], s.o->bs, op.offset, i);
         else
@@ -118,7 +143,13 @@ ringo::Task<void> run_all(Shared& s) {
 } // namespace
 
 int main(int argc, char** argv) {
-    sb::Options o = sb::parse_options(argc, argv, kUsage, {"setup"});
+    sb::Options o = sb::parse_options(argc, argv, kUsage, {"setup", "api"});
+    bool file_api = false;
+    if (auto* api = o.get("api")) {
+        if (*api != "op" && *api != "file")
+            sb::usage_exit(kUsage, "--api must be op or file");
+        file_api = *api == "file";
+    }
     std::string setup = "none";
     if (auto* su = o.get("setup")) {
         setup = *su;
@@ -130,7 +161,7 @@ int main(int argc, char** argv) {
         sb::usage_exit(kUsage, "unknown or contradictory --variant '%s'", o.variant.c_str());
     bool direct = v.direct, sqpoll = v.sqpoll, iopoll = v.iopoll;
     sb::Result r;
-    r.impl = "ringo";
+    r.impl = file_api ? "ringo-fs" : "ringo";
     r.variant = o.variant;
 
     int fd = open(o.file.c_str(), (o.reads_only() ? O_RDONLY : O_RDWR) | (direct ? O_DIRECT : 0));
@@ -187,8 +218,19 @@ int main(int argc, char** argv) {
             return sb::fail_before_io(o, r, sb::errno_text("BufferTable::register_buffers", -ret), false);
     }
 
+    // --api file: the same descriptor as a ringo::fs::File (released again before close below).
+    std::optional<ringo::fs::File> file;
+    if (file_api) {
+        file.emplace(ringo::Fd(fd));
+        if (v.fixed) {
+            if (auto reg = file->register_in(files, 0); !reg)
+                return sb::fail_before_io(o, r, "fs::File::register_in: " + reg.message(), false);
+        }
+    }
+
     Shared s;
     s.o = &o;
+    s.file = file ? &*file : nullptr;
     s.wl = &wl;
     s.bufs = &bufs;
     s.fd = fd;
@@ -208,6 +250,8 @@ int main(int argc, char** argv) {
     }
     (void)buffers.unregister();
     (void)files.unregister();
+    if (file)
+        (void)file->take_fd().release(); // closed below, as in the op:: form
     rt.reset();
     close(fd);
     sb::print_result(o, s.st, r);
