@@ -434,6 +434,7 @@ void Runtime::shutdown() {
     detail::t_current = this; // frame destructors below may look for their runtime
     flush_submissions();      // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
+    alive_->store(false, std::memory_order_release);
     // 0. Take back the waits of this runtime's coroutines for tasks of other runtimes; a
     //    wake-up already under way arrives in the inbox, which step 1 drains.
     withdraw_join_waiters();

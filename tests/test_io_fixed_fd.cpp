@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -198,6 +200,39 @@ TEST(FixedFd, InstallOfAnEmptyFdIsEbadf) {
     EXPECT_FALSE(none);
     EXPECT_EQ(none.slot(), -1);
     EXPECT_EQ(none.runtime(), nullptr);
+}
+
+Task<void> pause(std::chrono::milliseconds d) { co_await ringo::sleep_for(d); }
+
+// Holds a slot and waits for a byte that never comes.
+Task<void> hold_slot_forever(int w, int r) {
+    auto f = co_await FixedFd::install(Fd(w));
+    char c;
+    (void)co_await op::read(r, &c, 1, 0);
+    (void)f;
+}
+
+TEST(FixedFd, AFrameDestroyedAfterItsRuntimeLeavesTheRuntimeAlone) {
+    // The runtime goes while a task holding a FixedFd waits; the task's handle, kept here,
+    // destroys the frame afterwards: the FixedFd must not touch the destroyed runtime (the
+    // table went with the ring, so there is nothing to empty). ASan checks the first part.
+    PipeEnds p;
+    int other[2];
+    ASSERT_EQ(::pipe2(other, O_CLOEXEC), 0);
+    ringo::JoinHandle<void> h;
+    {
+        auto rt = std::make_unique<ringo::Runtime>(); // on the heap: ASan sees a use after free
+        auto table = std::make_unique<op::FileTable>(*rt);
+        ASSERT_EQ(table->register_sparse(2), 0);
+        h = ringo::spawn(*rt, hold_slot_forever(p.w, other[0]));
+        rt->block_on(pause(5ms));
+        table.reset();
+        rt.reset();
+    }
+    EXPECT_THROW(h.join(), std::runtime_error); // abandoned; the frame goes here
+    EXPECT_TRUE(reader_sees_eof(p.r));          // the table took the file with it
+    ::close(other[0]);
+    ::close(other[1]);
 }
 
 } // namespace

@@ -369,6 +369,10 @@ private:
     detail::PoolLink* pool_ = nullptr;
     std::atomic<bool> cancel_all_{false};
     std::uint64_t migrated_in_ = 0;
+
+    // False from the start of shutdown on; shared with what may outlive this runtime and must
+    // then leave it alone (a FixedFd in a frame destroyed after the runtime, by its handle).
+    std::shared_ptr<std::atomic<bool>> alive_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 namespace detail {
@@ -397,6 +401,8 @@ struct RuntimeAccess {
     static void finish_outgoing_wakes(Runtime& rt) noexcept { rt.finish_outgoing_wakes(); }
     static ExceptionSink& exception_sink(Runtime& rt) noexcept { return rt.exception_sink(); }
     static io_uring_sqe* unawaited_sqe(Runtime& rt) { return rt.unawaited_sqe(); }
+    /// A flag that stays readable after `rt` is gone: true until its shutdown begins.
+    static std::shared_ptr<const std::atomic<bool>> liveness(const Runtime& rt) { return rt.alive_; }
     static void link_join_waiter(Runtime& rt, JoinWaiter& w) noexcept { rt.link_join_waiter(w); }
     static void unlink_join_waiter(Runtime& rt, JoinWaiter& w) noexcept { rt.unlink_join_waiter(w); }
 };

@@ -2,8 +2,10 @@
 // "direct descriptor"), emptied when it goes.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <coroutine>
+#include <memory>
 #include <utility>
 
 #include <ringo/core/join_handle.hpp>
@@ -42,12 +44,14 @@ class FixedFd {
 public:
     FixedFd() noexcept = default;
     /// Takes ownership of slot `slot` of `rt`'s registered file table.
-    FixedFd(Runtime& rt, unsigned slot) noexcept : rt_(&rt), slot_(static_cast<int>(slot)) {}
-    FixedFd(FixedFd&& o) noexcept : rt_(o.rt_), slot_(std::exchange(o.slot_, -1)) {}
+    FixedFd(Runtime& rt, unsigned slot) noexcept
+        : rt_(&rt), alive_(detail::RuntimeAccess::liveness(rt)), slot_(static_cast<int>(slot)) {}
+    FixedFd(FixedFd&& o) noexcept : rt_(o.rt_), alive_(std::move(o.alive_)), slot_(std::exchange(o.slot_, -1)) {}
     FixedFd& operator=(FixedFd&& o) noexcept {
         if (this != &o) {
             reset();
             rt_ = o.rt_;
+            alive_ = std::move(o.alive_);
             slot_ = std::exchange(o.slot_, -1);
         }
         return *this;
@@ -90,7 +94,9 @@ public:
     /// Empties the slot it owns (as the destructor does) and owns none.
     void reset() noexcept {
         int s = std::exchange(slot_, -1);
-        if (s < 0 || rt_->shutting_down())
+        // A runtime shutting down or gone (a frame destroyed by its handle after the runtime)
+        // takes its table with it: nothing to empty, and the runtime is not to be touched.
+        if (s < 0 || !alive_->load(std::memory_order_acquire))
             return;
         if (rt_->on_owner_thread()) {
             try {
@@ -109,7 +115,9 @@ public:
     }
 
     /// Empties the slot now and reports the result: 0 or -errno (EBADF when it owns none). A
-    /// release operation: it runs in a cancelled task too, and is not interrupted.
+    /// release operation: it runs in a cancelled task too, and is not interrupted. Await it on
+    /// the FixedFd's own runtime (slots are per ring: elsewhere it would empty that ring's
+    /// slot of the same number); to let go from anywhere, reset() or drop it.
     op::Close close() noexcept {
         int s = std::exchange(slot_, -1);
         return s >= 0 ? op::close(op::Fixed{static_cast<unsigned>(s)}) : op::close(-1);
@@ -117,6 +125,7 @@ public:
 
 private:
     Runtime* rt_ = nullptr;
+    std::shared_ptr<const std::atomic<bool>> alive_; // the runtime's liveness (see reset)
     int slot_ = -1;
 };
 

@@ -213,8 +213,11 @@ private:
             co_await (*h)(TcpStream(std::move(fd)), peer);
         else if constexpr (std::is_invocable_v<H&, TcpStream>)
             co_await (*h)(TcpStream(std::move(fd)));
-        else if constexpr (std::is_invocable_v<H&, int>)
-            co_await (*h)(fd.release());
+        else if constexpr (std::is_invocable_v<H&, int>) {
+            auto t = (*h)(fd.get()); // the handler's frame exists before it owns the descriptor
+            (void)fd.release();
+            co_await std::move(t);
+        }
         // (no other form: the constructor's static_assert says so)
     }
     template <class H>

@@ -201,7 +201,7 @@ private:
     [[gnu::noinline]] int fall_back_after() noexcept {
         this->res = ctx_->cancelled ? -ECANCELED : static_cast<Derived*>(this)->fallback();
         this->cqe_flags = 0;
-        return this->res;
+        return detail::take_res(*this); // a descriptor goes to the caller, as from the CQE
     }
     // Cancelling the awaiting task submits ASYNC_CANCEL for this operation; the operation's
     // own CQE (-ECANCELED, or its result if it finished first) then resumes the task.
