@@ -117,7 +117,10 @@ void* allocate_frame_slow(std::size_t c) {
             std::size_t bytes = p.next_chunk ? p.next_chunk : first_chunk;
             p.bump = map_chunk(bytes);
             p.bump_end = p.bump + bytes;
-            p.next_chunk = bytes < huge_chunk ? bytes * 2 : huge_chunk;
+            // 64 KiB, 256 KiB, then 2 MiB huge pages: a program with more than a few
+            // thousand tasks alive reaches them soon, instead of faulting in another 1.7 MiB
+            // by the 4 KiB page first.
+            p.next_chunk = bytes == first_chunk ? 4 * first_chunk : huge_chunk;
         }
     }
     void* f = p.bump;

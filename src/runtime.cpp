@@ -77,8 +77,11 @@ namespace {
     }
     auto* w = reinterpret_cast<JoinWaiter*>(old & ~join_linked_tag);
     if (w->h) {
-        if (w->rt == rt || w->rt == nullptr)
+        if (w->rt == rt || w->rt == nullptr) {
+            if (w->rt == rt && RuntimeAccess::queue_behind_ready(*rt, w->h))
+                return std::noop_coroutine();
             return w->h;
+        }
         wake_join_waiter(*w);
         return std::noop_coroutine();
     }
@@ -123,11 +126,18 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
             return std::noop_coroutine();
         // A joiner: a coroutine on this runtime is the common one. An untagged waiter is one
         // whose runtime was the task's when it began to wait, and the task has not moved
-        // since (a move tags it), so a coroutine there is on this runtime; or a thread join.
-        if (old > join_abandoned && !(old & join_linked_tag)) [[likely]] {
-            auto* w = reinterpret_cast<JoinWaiter*>(old);
-            if (w->h) [[likely]]
-                return w->h;
+        // since (a move tags it), so a coroutine on this runtime (thread joins are tagged).
+        // It resumes at once when nothing else is ready (one task at a time: no queue
+        // round trip), else behind the ready tasks (many alive: the joiner then finds the
+        // next ones already ended, instead of suspending once per task).
+        // (join_completed, join_detached and join_abandoned have a low bit set; a waiter is
+        // aligned to 8, so its two low bits are clear unless tagged.)
+        static_assert(alignof(JoinWaiter) >= 4 && (join_completed & 3) && (join_detached & 3) && (join_abandoned & 3));
+        if ((old & 3) == 0) [[likely]] {
+            std::coroutine_handle<> h = reinterpret_cast<JoinWaiter*>(old)->h;
+            if (detail::RuntimeAccess::queue_behind_ready(*rt, h))
+                return std::noop_coroutine();
+            return h;
         }
     }
     return spawned_final_slow(p, self, rt, pool, old);

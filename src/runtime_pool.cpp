@@ -36,13 +36,12 @@ void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handl
     // themselves when they began to wait; only `from`'s thread registers `from`'s waiters.)
     std::uintptr_t j = root.join_.load(std::memory_order_acquire);
     // A tagged waiter is linked already and may be withdrawn and freed by its own thread
-    // meanwhile: not touched. An untagged one is this thread's (or a thread join).
+    // meanwhile: not touched. An untagged one is a coroutine of this thread (thread joins
+    // are tagged, and need no link: they are woken wherever the task ends).
     if (j > join_abandoned && !(j & join_linked_tag)) {
         auto* w = reinterpret_cast<JoinWaiter*>(j);
-        if (w->h && w->rt == &from) {
-            link_join_waiter(*w, root.join_);
-            root.join_.store(j | join_linked_tag, std::memory_order_release);
-        }
+        link_join_waiter(*w, root.join_);
+        root.join_.store(j | join_linked_tag, std::memory_order_release);
     }
     // Published before the task is posted: a cancel() that reads the old owner has set the
     // flag first, and `to` checks that flag when the task arrives (Runtime::drain_remote).

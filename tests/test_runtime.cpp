@@ -38,6 +38,32 @@ TEST(RunQueue, KeepsOrderThroughGrowthWrappedOrNot) {
     EXPECT_EQ(next_out, next_in);
 }
 
+// Past 2 MiB (256 Ki handles) the queue moves into its own mapping (huge pages); order is
+// kept through that move too, wrapped or not, and try_push never grows the queue.
+TEST(RunQueue, KeepsOrderWhenItMovesIntoItsOwnMapping) {
+    ringo::detail::RunQueue q;
+    auto h = [](std::uintptr_t i) { return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(i * 8 + 8)); };
+    auto id = [](std::coroutine_handle<> c) { return (reinterpret_cast<std::uintptr_t>(c.address()) - 8) / 8; };
+    std::uintptr_t next_in = 0, next_out = 0;
+    for (int i = 0; i < 100000; ++i) // the front moves on, so later growth finds the ring wrapped
+        q.push(h(next_in++));
+    for (int i = 0; i < 90000; ++i)
+        ASSERT_EQ(id(q.pop()), next_out++);
+    for (int i = 0; i < 1200000; ++i) // grows to 2 Mi handles (16 MiB), through three mappings
+        q.push(h(next_in++));
+    ASSERT_EQ(q.size(), next_in - next_out);
+    std::size_t room = 0;
+    while (q.try_push(h(next_in))) { // fills the ring up to its one free slot, then refuses
+        ++next_in;
+        ++room;
+    }
+    EXPECT_EQ(q.size() + 1, std::size_t{1} << 21);
+    EXPECT_GT(room, 0u);
+    while (!q.empty())
+        ASSERT_EQ(id(q.pop()), next_out++);
+    EXPECT_EQ(next_out, next_in);
+}
+
 // A turn allows a set number of pops (pop or rotate), also when the queue grows in the
 // middle of it (growth moves the ring's indices); outside a turn it is always over.
 TEST(RunQueue, ATurnEndsAfterItsPopsThroughGrowth) {

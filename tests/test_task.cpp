@@ -125,6 +125,28 @@ TEST(Spawn, SpawnedTasksRunConcurrentlyInFifoOrder) {
     EXPECT_EQ(ringo::block_on(t()), "ababab");
 }
 
+// A joiner whose task ends while other tasks are ready takes its turn behind them (as a
+// wake-up does in Tokio or Monoio); with nothing else ready it resumes at once.
+Task<void> note(std::string& out, char c) {
+    out += c;
+    co_return;
+}
+Task<std::string> join_behind_ready() {
+    std::string log;
+    auto a = ringo::spawn(note(log, 'a'));
+    auto b = ringo::spawn(note(log, 'b'));
+    auto c = ringo::spawn(note(log, 'c'));
+    co_await a; // a ends with b and c ready: the joiner runs after them
+    log += 'J';
+    auto d = ringo::spawn(note(log, 'd'));
+    co_await d; // d ends with nothing else ready: the joiner runs next
+    log += 'K';
+    co_await b;
+    co_await c;
+    co_return log;
+}
+TEST(Spawn, AJoinerResumesBehindTheTasksAlreadyReady) { EXPECT_EQ(ringo::block_on(join_behind_ready()), "abcJdK"); }
+
 TEST(Spawn, JoinAfterCompletion) {
     auto t = []() -> Task<int> {
         auto h = ringo::spawn(value(9));

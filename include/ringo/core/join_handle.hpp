@@ -25,7 +25,10 @@ namespace detail {
 /// first, can withdraw it (a CAS of the task's join_ back to join_running) before anything
 /// would post a wake-up into it. The task's end posts the wake-up to the waiter's runtime and
 /// then sets `released`, its last touch of the waiter; the waiter does not go before that.
-/// (A task that ends on the waiter's own runtime resumes it directly and sets nothing.)
+/// (A task that ends on the waiter's own runtime resumes it, or queues it behind the tasks
+/// already ready, and sets nothing.) Only such a waiter, a coroutine on the task's runtime,
+/// is stored in join_ untagged; every other one (a thread join, a coroutine outside any
+/// runtime, a linked one) carries join_linked_tag.
 struct JoinWaiter {
     std::coroutine_handle<> h; // empty: a ThreadJoinWaiter
     Runtime* rt;
@@ -226,9 +229,10 @@ public:
             cur->flush_submissions(); // a wake-up this thread queued must leave before it blocks
         detail::ThreadJoinWaiter w;
         std::uintptr_t expected = detail::join_running;
-        if (p.join_.compare_exchange_strong(expected,
-                                            reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)),
-                                            std::memory_order_acq_rel, std::memory_order_acquire)) {
+        // Tagged: only a coroutine on the task's runtime is stored untagged (JoinWaiter).
+        const std::uintptr_t me = reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)) |
+                                  detail::join_linked_tag;
+        if (p.join_.compare_exchange_strong(expected, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
             std::unique_lock lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });
         }

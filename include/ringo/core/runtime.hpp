@@ -223,6 +223,13 @@ private:
         return ready_.rotate(h); // a pop of the turn: counted in resumptions_ when it ends
     }
     void count_spawn() noexcept { ++tasks_spawned_; }
+    /// A coroutine woken on this thread (a joiner whose task ended) takes its turn behind the
+    /// tasks already ready, as a wake-up does in Tokio or Monoio, instead of jumping ahead
+    /// of them: queued when others are ready (true), left to the caller to resume at once
+    /// when none is (false; no queue round trip), or when the queue would have to grow.
+    [[nodiscard]] bool queue_behind_ready(std::coroutine_handle<> h) noexcept {
+        return !ready_.empty() && ready_.try_push(h);
+    }
 
     // For RuntimePool and switch_to (core/runtime_pool.hpp, src/runtime_pool.cpp).
     /// The pool this runtime belongs to (set before it runs), or null.
@@ -393,6 +400,9 @@ struct RuntimeAccess {
     static void link_task(Runtime& rt, PromiseBase& p) noexcept { rt.link_task(p); }
     static void unregister_task(Runtime& rt, PromiseBase& p) noexcept { rt.unregister_task(p); }
     static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
+    static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept {
+        return rt.queue_behind_ready(h);
+    }
     static std::coroutine_handle<> yield_to_next(Runtime& rt, std::coroutine_handle<> h) { return rt.yield_to_next(h); }
     static void set_pool_link(Runtime& rt, PoolLink* l) noexcept { rt.set_pool_link(l); }
     static PoolLink* pool_link(const Runtime& rt) noexcept { return rt.pool_link(); }

@@ -28,8 +28,10 @@ inline constexpr std::uintptr_t join_running = 0;
 inline constexpr std::uintptr_t join_completed = 1;
 inline constexpr std::uintptr_t join_detached = 2;
 inline constexpr std::uintptr_t join_abandoned = 3; // its runtime was destroyed first
-// Bit 0 of a JoinWaiter* in join_: the waiter is linked in its runtime's list (another
-// thread may withdraw and free it: only the task's end and shutdown, by exchange, may touch it).
+// Bit 0 of a JoinWaiter* in join_: the waiter is not a coroutine on the task's runtime. It
+// may be linked in its runtime's list (another thread may withdraw and free it: only the
+// task's end and shutdown, by exchange, may touch it), or a thread join, or a coroutine
+// outside any runtime. An untagged waiter is a coroutine on the task's runtime.
 inline constexpr std::uintptr_t join_linked_tag = 1;
 
 struct PromiseBase;

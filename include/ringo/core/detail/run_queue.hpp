@@ -17,7 +17,7 @@ public:
         if (!buf_)
             throw std::bad_alloc();
     }
-    ~RunQueue() { std::free(buf_); }
+    ~RunQueue();
     RunQueue(const RunQueue&) = delete;
     RunQueue& operator=(const RunQueue&) = delete;
     bool empty() const noexcept { return head_ == tail_; }
@@ -28,6 +28,13 @@ public:
         if (tail_ - head_ >= mask_) [[unlikely]]
             grow();
         buf_[tail_++ & mask_] = h.address();
+    }
+    /// push() when it needs no growth; false (nothing queued) otherwise.
+    [[nodiscard]] bool try_push(std::coroutine_handle<> h) noexcept {
+        if (tail_ - head_ >= mask_) [[unlikely]]
+            return false;
+        buf_[tail_++ & mask_] = h.address();
+        return true;
     }
     std::coroutine_handle<> pop() noexcept { return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]); }
     /// A turn of the run loop: at most `n` pops (pop or rotate) until turn_over() says so.
