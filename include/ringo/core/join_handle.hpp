@@ -230,8 +230,8 @@ public:
         detail::ThreadJoinWaiter w;
         std::uintptr_t expected = detail::join_running;
         // Tagged: only a coroutine on the task's runtime is stored untagged (JoinWaiter).
-        const std::uintptr_t me = reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)) |
-                                  detail::join_linked_tag;
+        const std::uintptr_t me =
+            reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)) | detail::join_linked_tag;
         if (p.join_.compare_exchange_strong(expected, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
             std::unique_lock lk(w.m);
             w.cv.wait(lk, [&] { return w.done; });
