@@ -400,9 +400,7 @@ struct RuntimeAccess {
     static void link_task(Runtime& rt, PromiseBase& p) noexcept { rt.link_task(p); }
     static void unregister_task(Runtime& rt, PromiseBase& p) noexcept { rt.unregister_task(p); }
     static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
-    static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept {
-        return rt.queue_behind_ready(h);
-    }
+    static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept { return rt.queue_behind_ready(h); }
     static std::coroutine_handle<> yield_to_next(Runtime& rt, std::coroutine_handle<> h) { return rt.yield_to_next(h); }
     static void set_pool_link(Runtime& rt, PoolLink* l) noexcept { rt.set_pool_link(l); }
     static PoolLink* pool_link(const Runtime& rt) noexcept { return rt.pool_link(); }
