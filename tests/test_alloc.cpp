@@ -12,18 +12,7 @@
 #include <thread>
 #include <vector>
 
-namespace {
-std::atomic<long> g_allocs{0};
-}
-
-void* operator new(std::size_t n) {
-    ++g_allocs;
-    if (void* p = std::malloc(n ? n : 1))
-        return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#include "alloc_counter.hpp" // replaces operator new: counts every allocation of this program
 
 namespace {
 

@@ -23,29 +23,7 @@
 #include <thread>
 #include <vector>
 
-#if defined(__SANITIZE_THREAD__)
-#define RINGO_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGO_TEST_TSAN 1
-#endif
-#endif
-
-#ifndef RINGO_TEST_TSAN
-// Counts every global operator new (as tests/test_alloc.cpp does). Not in TSan builds, whose
-// runtime defines operator new itself.
-namespace {
-std::atomic<long> g_allocs{0};
-}
-[[gnu::noinline]] void* operator new(std::size_t n) {
-    g_allocs.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n ? n : 1))
-        return p;
-    throw std::bad_alloc();
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
+#include "alloc_counter.hpp" // replaces operator new (not under TSan, whose runtime has its own)
 
 namespace {
 
@@ -520,7 +498,7 @@ TEST(Blocking, BadOptionsThrow) {
     EXPECT_THROW(ringo::set_blocking_pool_options({.max_threads = 1, .keep_alive = -1ms}), std::invalid_argument);
 }
 
-#ifndef RINGO_TEST_TSAN
+#ifndef RINGO_TEST_NO_NEW_COUNT
 TEST(Blocking, OneAllocationPerCall) {
     ringo::Runtime rt;
     long per_1000 = rt.block_on([]() -> Task<long> {

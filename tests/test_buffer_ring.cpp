@@ -23,39 +23,8 @@
 #include "op_helpers.hpp"
 
 // Counts every global operator new of this test program (the allocation tests look at the
-// difference across a window). GCC sees the replaced delete's free() inlined next to a `new`
-// and calls it a mismatch; the pair is matched (both malloc-based). Clang's static TSan
-// runtime defines operator new itself: under TSan there is no counter and the allocation
-// checks are skipped (they run in the other builds).
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGO_TEST_NO_ALLOC_COUNTER 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define RINGO_TEST_NO_ALLOC_COUNTER 1
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-namespace {
-std::atomic<long> g_allocs{0};
-#ifdef RINGO_TEST_NO_ALLOC_COUNTER
-constexpr bool counting_allocations = false;
-#else
-constexpr bool counting_allocations = true;
-#endif
-} // namespace
-#ifndef RINGO_TEST_NO_ALLOC_COUNTER
-void* operator new(std::size_t n) {
-    g_allocs.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n ? n : 1))
-        return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
+// difference across a window); not under TSan, where the allocation checks are skipped.
+#include "alloc_counter.hpp"
 
 namespace {
 

@@ -28,32 +28,7 @@
 
 #include "helpers.hpp"
 
-// Counts every global operator new (not under TSan, whose runtime defines its own).
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define RINGO_TEST_NO_NEW_COUNT 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define RINGO_TEST_NO_NEW_COUNT 1
-#endif
-
-namespace {
-std::atomic<long> g_allocs{0};
-}
-#ifndef RINGO_TEST_NO_NEW_COUNT
-void* operator new(std::size_t n) {
-    ++g_allocs;
-    if (void* p = std::malloc(n ? n : 1))
-        return p;
-    throw std::bad_alloc();
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete" // free() of what this operator new took from malloc
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
+#include "alloc_counter.hpp" // replaces operator new (not under TSan, whose runtime has its own)
 
 namespace {
 
