@@ -6,7 +6,8 @@
 // memory chunks the pool maps itself (64 KiB, 256 KiB, then 2 MiB; 2 MiB chunks are aligned
 // and asked for transparent huge pages, so a million live tasks take ~140 page faults, not ~27 000,
 // and no malloc header; on a virtual machine whose host reclaims free guest memory, a fresh
-// huge page can instead cost the host's faults, so there the gain varies run to run).
+// huge page can instead cost the host's faults: the pool then falls back to populated 4 KiB
+// pages, src/frame_pool.cpp says how).
 // Frames are not returned to the operating system: a thread keeps the
 // frames its tasks freed (a frame freed on another thread joins that thread's lists), and a
 // thread that ends hands its spare frames and chunk to a process-wide depot that other

@@ -17,7 +17,7 @@ public:
         if (!buf_)
             throw std::bad_alloc();
     }
-    ~RunQueue();
+    ~RunQueue() { std::free(buf_); }
     RunQueue(const RunQueue&) = delete;
     RunQueue& operator=(const RunQueue&) = delete;
     bool empty() const noexcept { return head_ == tail_; }
