@@ -2,11 +2,14 @@
 // mapping chunks, and the process-wide depot that ending threads leave their frames in.
 #include <ringo/core/detail/frame_pool.hpp>
 
+#include <dirent.h>
 #include <sys/mman.h>
 #include <time.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <new>
 #include <vector>
@@ -44,8 +47,33 @@ Depot& depot() {
 #define MADV_POPULATE_WRITE 23 // Linux 5.14; older kernels refuse it (EINVAL) and fault on touch
 #endif
 
-// Whether 2 MiB chunks still ask for huge pages (below).
-std::atomic<bool> g_huge_pages{true};
+// True when a virtio balloon with free page reporting (feature bit 5,
+// VIRTIO_BALLOON_F_REPORTING) is bound: the host then takes back the guest's large free
+// blocks, which are what a fresh huge page is made of.
+bool host_takes_back_free_memory() noexcept {
+    const char* dir_path = "/sys/bus/virtio/drivers/virtio_balloon";
+    DIR* dir = ::opendir(dir_path);
+    if (!dir)
+        return false;
+    bool reporting = false;
+    while (const dirent* e = ::readdir(dir)) {
+        if (std::strncmp(e->d_name, "virtio", 6) != 0)
+            continue;
+        char path[320];
+        std::snprintf(path, sizeof path, "%s/%s/features", dir_path, e->d_name);
+        if (std::FILE* f = std::fopen(path, "re")) {
+            char bits[8] = {};
+            if (std::fread(bits, 1, 6, f) == 6 && bits[5] == '1')
+                reporting = true;
+            std::fclose(f);
+        }
+    }
+    ::closedir(dir);
+    return reporting;
+}
+
+// Whether 2 MiB chunks still ask for huge pages (below). Decided at the first such chunk.
+std::atomic<int> g_huge_pages{-1}; // -1 undecided, 0 no, 1 yes
 
 std::int64_t monotonic_ns() noexcept {
     timespec t{};
@@ -61,7 +89,8 @@ std::int64_t monotonic_ns() noexcept {
 // first touch, ~4 ns a byte: a million tasks then spend 0.4 s in the kernel. So the populate
 // is timed, and once a huge page has come slower than 4 KiB pages would (~0.4 ns a byte: 1 ms
 // for the chunk), later chunks are populated with 4 KiB pages (drawn from memory the guest
-// still holds) for the rest of the process.
+// still holds) for the rest of the process. Where the machine says outright that its host
+// takes free memory back (a virtio balloon with free page reporting), no huge page is tried.
 char* map_chunk(std::size_t bytes) {
     std::size_t len = bytes == huge_chunk ? 2 * huge_chunk : bytes;
     void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -78,12 +107,17 @@ char* map_chunk(std::size_t bytes) {
             ::munmap(reinterpret_cast<char*>(aligned) + huge_chunk, tail);
         p = reinterpret_cast<char*>(aligned);
         // Hints: refused or ignored is fine (the chunk is then faulted in as it is carved).
-        if (g_huge_pages.load(std::memory_order_relaxed)) {
+        int huge = g_huge_pages.load(std::memory_order_relaxed);
+        if (huge < 0) {
+            huge = host_takes_back_free_memory() ? 0 : 1;
+            g_huge_pages.store(huge, std::memory_order_relaxed);
+        }
+        if (huge) {
             (void)::madvise(p, huge_chunk, MADV_HUGEPAGE);
             const std::int64_t t0 = monotonic_ns();
             (void)::madvise(p, huge_chunk, MADV_POPULATE_WRITE);
             if (monotonic_ns() - t0 > 1000000)
-                g_huge_pages.store(false, std::memory_order_relaxed);
+                g_huge_pages.store(0, std::memory_order_relaxed);
         } else {
             (void)::madvise(p, huge_chunk, MADV_POPULATE_WRITE);
         }
