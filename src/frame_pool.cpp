@@ -91,7 +91,11 @@ std::int64_t monotonic_ns() noexcept {
 // for the chunk), later chunks are populated with 4 KiB pages (drawn from memory the guest
 // still holds) for the rest of the process. Where the machine says outright that its host
 // takes free memory back (a virtio balloon with free page reporting), no huge page is tried.
-char* map_chunk(std::size_t bytes) {
+// A chunk of 4 KiB pages is populated a step (256 KiB) at a time, as frames reach it
+// (`stepwise`), so a program with a few thousand tasks does not fault in 2 MiB.
+constexpr std::size_t populate_step = std::size_t{256} * 1024;
+char* map_chunk(std::size_t bytes, bool& stepwise) {
+    stepwise = false;
     std::size_t len = bytes == huge_chunk ? 2 * huge_chunk : bytes;
     void* m = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
@@ -119,7 +123,7 @@ char* map_chunk(std::size_t bytes) {
             if (monotonic_ns() - t0 > 1000000)
                 g_huge_pages.store(0, std::memory_order_relaxed);
         } else {
-            (void)::madvise(p, huge_chunk, MADV_POPULATE_WRITE);
+            stepwise = true;
         }
     }
     g_mapped_bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -137,9 +141,9 @@ struct FramePoolCleanup {
                 d.lists[c].push_back(p.heads[c]);
             p.heads[c] = nullptr;
         }
-        if (p.bump_end - p.bump >= static_cast<std::ptrdiff_t>(FramePool::classes * FramePool::granule))
-            d.regions.push_back({p.bump, p.bump_end});
-        p.bump = p.bump_end = nullptr;
+        if (p.chunk_end - p.bump >= static_cast<std::ptrdiff_t>(FramePool::classes * FramePool::granule))
+            d.regions.push_back({p.bump, p.chunk_end}); // what is not populated faults in on touch
+        p.bump = p.bump_end = p.chunk_end = nullptr;
         p.cleanup_registered = false;
     }
 };
@@ -159,6 +163,13 @@ void* allocate_frame_slow(std::size_t c) {
     if (!p.cleanup_registered) [[unlikely]]
         frame_pool_register_cleanup();
     const std::size_t size = (c + 1) * FramePool::granule;
+    if (static_cast<std::size_t>(p.bump_end - p.bump) < size && p.bump_end != p.chunk_end) {
+        // The populated part of a chunk of 4 KiB pages is used up: populate the next step.
+        char* e = p.chunk_end - p.bump_end > static_cast<std::ptrdiff_t>(populate_step) ? p.bump_end + populate_step
+                                                                                        : p.chunk_end;
+        (void)::madvise(p.bump_end, static_cast<std::size_t>(e - p.bump_end), MADV_POPULATE_WRITE);
+        p.bump_end = e;
+    }
     if (static_cast<std::size_t>(p.bump_end - p.bump) < size) {
         // The current chunk is used up (its last < 1 KiB is left): frames other threads
         // left in the depot first, then a region they left, then a new chunk.
@@ -173,14 +184,18 @@ void* allocate_frame_slow(std::size_t c) {
             }
             if (!d.regions.empty()) {
                 p.bump = d.regions.back().begin;
-                p.bump_end = d.regions.back().end;
+                p.bump_end = p.chunk_end = d.regions.back().end;
                 d.regions.pop_back();
             }
         }
         if (static_cast<std::size_t>(p.bump_end - p.bump) < size) {
             std::size_t bytes = p.next_chunk ? p.next_chunk : first_chunk;
-            p.bump = map_chunk(bytes);
-            p.bump_end = p.bump + bytes;
+            bool stepwise = false;
+            p.bump = map_chunk(bytes, stepwise);
+            p.chunk_end = p.bump + bytes;
+            p.bump_end = stepwise ? p.bump + populate_step : p.chunk_end;
+            if (stepwise)
+                (void)::madvise(p.bump, populate_step, MADV_POPULATE_WRITE);
             // 64 KiB, 256 KiB, then 2 MiB huge pages: a program with more than a few
             // thousand tasks alive reaches them soon, instead of faulting in another 1.7 MiB
             // by the 4 KiB page first.

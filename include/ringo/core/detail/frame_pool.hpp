@@ -42,8 +42,9 @@ struct FramePool {
         Node* next;
     };
     Node* heads[classes];
-    char* bump; // the unused rest of the current chunk
+    char* bump; // the unused rest of the current chunk, as far as it is populated
     char* bump_end;
+    char* chunk_end;        // [bump_end, chunk_end): the rest of a chunk populated a step at a time
     std::size_t next_chunk; // bytes of the next chunk to map
     bool cleanup_registered;
 };
