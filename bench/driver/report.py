@@ -652,7 +652,10 @@ def _targets_section(res) -> list[str]:
                 rows.append([label, "no data", ""])
                 continue
             status = _combine([p[4] for p in points])
-            shown = min(points, key=lambda p: p[1])
+            # The point that decides the status is shown: a failing one when the target is not
+            # met, else one that is not met for sure, else the lowest median ratio.
+            decisive = [p for p in points if p[4] == "not met"] or [p for p in points if p[4] != "met"] or points
+            shown = min(decisive, key=lambda p: p[1])
             what = f"{on}, " if on else ""
             rows.append([label, status, f"{shown[1]:.2f}x at {_x_head(res, shown[0])}, {shown[2]:.2f}x–{shown[3]:.2f}x "
                                         f"across the runs ({what}needs {t['min_ratio']:.2f}x)"])

@@ -70,6 +70,17 @@ class Verdicts(unittest.TestCase):
                 _row("ringo", 2, [60, 61, 62]), _row("base", 2, [90, 91, 92])]
         self.assertEqual(_status(report._targets_section(_res(rows, [_target(2.0)]))), "**not met**")
 
+    def test_the_point_shown_is_the_one_that_decides(self):
+        # x=1 has the lower median ratio (95 / 56 = 1.70x) but straddles the bar (100 / 20);
+        # x=2 (87 / 49 = 1.78x) fails across its spread (90 / 48 = 1.875): the row says not met
+        # and shows x=2, the point that failed, not x=1.
+        rows = [_row("ringo", 1, [20, 56, 60]), _row("base", 1, [90, 95, 100]),
+                _row("ringo", 2, [48, 49, 50]), _row("base", 2, [85, 87, 90])]
+        lines = report._targets_section(_res(rows, [_target(2.0)]))
+        self.assertEqual(_status(lines), "**not met**")
+        row = [ln for ln in lines if ln.startswith("| ringo")][0]
+        self.assertIn("1.78x at 2,", row)
+
     def test_higher_is_better_metric(self):
         res = _res([_row("ringo", 1, [200, 210, 220]), _row("base", 1, [95, 100, 99])], [_target(2.0)], True)
         self.assertEqual(_status(report._targets_section(res)), "met")  # 200 / 100
