@@ -158,18 +158,24 @@ void frame_pool_register_cleanup() noexcept {
     t_frame_pool.cleanup_registered = true;
 }
 
+namespace {
+// Populates the next step of a chunk of 4 KiB pages, [bump_end, chunk_end), and moves
+// bump_end past it.
+void populate_next_step(FramePool& p) noexcept {
+    char* e = p.chunk_end - p.bump_end > static_cast<std::ptrdiff_t>(populate_step) ? p.bump_end + populate_step
+                                                                                    : p.chunk_end;
+    (void)::madvise(p.bump_end, static_cast<std::size_t>(e - p.bump_end), MADV_POPULATE_WRITE); // a hint
+    p.bump_end = e;
+}
+} // namespace
+
 void* allocate_frame_slow(std::size_t c) {
     FramePool& p = t_frame_pool;
     if (!p.cleanup_registered) [[unlikely]]
         frame_pool_register_cleanup();
     const std::size_t size = (c + 1) * FramePool::granule;
-    if (static_cast<std::size_t>(p.bump_end - p.bump) < size && p.bump_end != p.chunk_end) {
-        // The populated part of a chunk of 4 KiB pages is used up: populate the next step.
-        char* e = p.chunk_end - p.bump_end > static_cast<std::ptrdiff_t>(populate_step) ? p.bump_end + populate_step
-                                                                                        : p.chunk_end;
-        (void)::madvise(p.bump_end, static_cast<std::size_t>(e - p.bump_end), MADV_POPULATE_WRITE);
-        p.bump_end = e;
-    }
+    if (static_cast<std::size_t>(p.bump_end - p.bump) < size && p.bump_end != p.chunk_end)
+        populate_next_step(p); // the populated part of a chunk of 4 KiB pages is used up
     if (static_cast<std::size_t>(p.bump_end - p.bump) < size) {
         // The current chunk is used up (its last < 1 KiB is left): frames other threads
         // left in the depot first, then a region they left, then a new chunk.
@@ -193,9 +199,11 @@ void* allocate_frame_slow(std::size_t c) {
             bool stepwise = false;
             p.bump = map_chunk(bytes, stepwise);
             p.chunk_end = p.bump + bytes;
-            p.bump_end = stepwise ? p.bump + populate_step : p.chunk_end;
-            if (stepwise)
-                (void)::madvise(p.bump, populate_step, MADV_POPULATE_WRITE);
+            p.bump_end = p.chunk_end;
+            if (stepwise) {
+                p.bump_end = p.bump;
+                populate_next_step(p);
+            }
             // 64 KiB, 256 KiB, then 2 MiB huge pages: a program with more than a few
             // thousand tasks alive reaches them soon, instead of faulting in another 1.7 MiB
             // by the 4 KiB page first.

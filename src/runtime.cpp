@@ -130,10 +130,8 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
         // It resumes at once when nothing else is ready (one task at a time: no queue
         // round trip), else behind the ready tasks (many alive: the joiner then finds the
         // next ones already ended, instead of suspending once per task).
-        // (join_completed, join_detached and join_abandoned have a low bit set; a waiter is
-        // aligned to 8, so its two low bits are clear unless tagged.)
-        static_assert(alignof(JoinWaiter) >= 4 && (join_completed & 3) && (join_detached & 3) && (join_abandoned & 3));
-        if ((old & 3) == 0) [[likely]] {
+        static_assert(alignof(JoinWaiter) >= 4);
+        if (is_local_waiter(old)) [[likely]] {
             std::coroutine_handle<> h = reinterpret_cast<JoinWaiter*>(old)->h;
             if (detail::RuntimeAccess::queue_behind_ready(*rt, h))
                 return std::noop_coroutine();

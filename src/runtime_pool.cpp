@@ -38,7 +38,7 @@ void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handl
     // A tagged waiter is linked already and may be withdrawn and freed by its own thread
     // meanwhile: not touched. An untagged one is a coroutine of this thread (thread joins
     // are tagged, and need no link: they are woken wherever the task ends).
-    if (j > join_abandoned && !(j & join_linked_tag)) {
+    if (is_local_waiter(j)) {
         auto* w = reinterpret_cast<JoinWaiter*>(j);
         link_join_waiter(*w, root.join_);
         root.join_.store(j | join_linked_tag, std::memory_order_release);

@@ -33,6 +33,14 @@ inline constexpr std::uintptr_t join_abandoned = 3; // its runtime was destroyed
 // task's end and shutdown, by exchange, may touch it), or a thread join, or a coroutine
 // outside any runtime. An untagged waiter is a coroutine on the task's runtime.
 inline constexpr std::uintptr_t join_linked_tag = 1;
+/// True when join word `j` holds an untagged JoinWaiter*: a coroutine on the task's runtime.
+/// (The states 1-3 have a low bit set; a waiter is aligned to 8, so its two low bits are clear
+/// unless tagged.)
+constexpr bool is_local_waiter(std::uintptr_t j) noexcept {
+    static_assert((join_completed & 3) != 0 && (join_detached & 3) != 0 && (join_abandoned & 3) != 0 &&
+                  join_linked_tag == 1);
+    return j != join_running && (j & 3) == 0;
+}
 
 struct PromiseBase;
 
