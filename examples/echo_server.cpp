@@ -1,0 +1,245 @@
+// A TCP echo server on io_uring's multishot operations: one multishot accept per listening
+// socket (TcpListener::incoming()) and one multishot recv per connection into a
+// provided-buffer ring shared by all the connections of a runtime (TcpStream::recv_stream()),
+// so an idle connection holds no buffer. One runtime by default; with --threads N, N runtimes
+// of a RuntimePool, each with its own SO_REUSEPORT listening socket, buffer ring and accept
+// stream (the kernel spreads the connections over the sockets). SIGINT or SIGTERM stops it:
+// no new connections, the open ones get 2 s to finish, the rest are cancelled, and the last
+// line sums up what was served.
+//
+//   echo_server [--port P] [--threads N] [--host ADDR]     (port 0: pick one; default 7000)
+//   socat - TCP:127.0.0.1:7000          # type lines, get them back
+//
+// The first line of output is "listening on port <P>". tests/examples/test_echo_server.py
+// runs it against socat, nc and 200 concurrent connections.
+#include <ringo/io/signal.hpp>
+#include <ringo/ringo.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+using namespace std::chrono_literals;
+using ringo::Result;
+using ringo::Task;
+using ringo::net::SocketAddr;
+using ringo::net::TcpListener;
+using ringo::net::TcpStream;
+
+namespace {
+
+// One ring per runtime: 1024 buffers of 4 KiB (4 MiB), shared by every connection there.
+constexpr unsigned ring_entries = 1024;
+constexpr unsigned buffer_size = 4096;
+// A connection whose peer sends faster than it reads back would fill the ring with data
+// waiting to be echoed: past this many buffers queued, its recv is stopped (the unread bytes
+// wait in its socket) and armed again once the queue is written out.
+constexpr unsigned max_queued = 8;
+constexpr auto grace = 2s;
+
+// What one runtime served. Each runtime has its own, touched by its thread only.
+struct ShardStats {
+    std::uint64_t connections = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t pauses = 0;     // recvs stopped because a connection had max_queued waiting
+    std::size_t open_at_stop = 0; // connections still open when the signal came
+    std::size_t cancelled = 0;    // of which still open after the grace period (cancelled)
+};
+
+// One connection: echoes what arrives until the peer closes its side, an error, or
+// cancellation. The stream (and its descriptor) goes when the task ends, however it ends.
+Task<void> echo(TcpStream conn, ringo::buf::BufferRing& ring, ShardStats& st) {
+    for (;;) { // one round per recv stream: a new one after a pause
+        auto in = conn.recv_stream(ring);
+        bool paused = false;
+        for (;;) {
+            ringo::buf::Buffer b = co_await in.next();
+            if (!b)
+                break; // in.result(): 0 (end of stream), -ECANCELED, -ECONNRESET ...
+            Result<void> w = co_await conn.write_all(b.data(), b.size());
+            if (!w)
+                co_return; // the peer went away (or the task was cancelled)
+            st.bytes += b.size();
+            if (!paused && in.queued() > max_queued) {
+                in.cancel(); // what was received stays queued; then the stream ends
+                paused = true;
+                ++st.pauses;
+            }
+        }
+        if (!paused || in.result() != -ECANCELED)
+            co_return;
+        bool cancelled = co_await ringo::cancellation_requested();
+        if (cancelled)
+            co_return; // not our pause: the task itself was cancelled
+    }
+}
+
+// Accepts until cancelled; every connection becomes a task of `conns`. Yields 0 when
+// cancelled, or the error that made the listener unusable.
+Task<int> accept_loop(TcpListener& l, ringo::buf::BufferRing& ring, ringo::TaskScope& conns, ShardStats& st) {
+    auto in = l.incoming(); // one multishot accept, armed at the first next()
+    for (;;) {
+        Result<TcpStream> c = co_await in.next();
+        if (!c) {
+            std::error_code e = c.error();
+            if (e == std::errc::operation_canceled)
+                co_return 0;
+            if (e == std::errc::too_many_files_open || e == std::errc::too_many_files_open_in_system ||
+                e == std::errc::not_enough_memory || e == std::errc::connection_aborted) {
+                co_await ringo::sleep_for(10ms); // the next next() arms the accept again
+                continue;
+            }
+            std::fprintf(stderr, "accept: %s\n", c.message().c_str());
+            co_return -e.value();
+        }
+        ++st.connections;
+        conns.spawn(echo(std::move(*c), ring, st));
+    }
+}
+
+// One runtime's server: accepts on `l` until `stop` is set, then gives the open connections
+// `grace` to end and cancels the rest. Every descriptor is closed when it returns.
+Task<ShardStats> serve_shard(TcpListener l, ringo::Event& stop) {
+    ShardStats st;
+    ringo::buf::BufferRing ring(*ringo::Runtime::current(), ringo::op::BufferGroup{1}, ring_entries, buffer_size);
+    ringo::TaskScope conns; // after the ring: the connections end before the ring goes
+    auto [which, r] = co_await ringo::when_any(accept_loop(l, ring, conns, st), stop.wait());
+    if (which == 0 && r < 0)
+        std::fprintf(stderr, "this runtime no longer accepts\n");
+    Result<void> closed = co_await l.close(); // new connections are refused from here on
+    (void)closed;
+    st.open_at_stop = conns.running();
+    bool finished = static_cast<bool>(co_await ringo::with_timeout(conns.join(), grace));
+    if (!finished)
+        st.cancelled = st.open_at_stop; // with_timeout cancelled them and waited for their end
+    co_return st;
+}
+
+Task<Result<TcpListener>> open_listener(SocketAddr addr, bool reuse_port) {
+    co_return co_await TcpListener::bind(addr, {.backlog = 1024, .reuse_addr = true, .reuse_port = reuse_port});
+}
+
+// One runtime: the signal is read through the same ring.
+Task<std::optional<ShardStats>> run_single(SocketAddr addr) {
+    ringo::SignalSet signals{SIGINT, SIGTERM};
+    Result<TcpListener> l = co_await open_listener(addr, false);
+    if (!l) {
+        std::fprintf(stderr, "listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
+        co_return std::nullopt;
+    }
+    std::printf("listening on port %u\n", l->local_addr().value().port());
+    std::fflush(stdout);
+    ringo::Event stop;
+    auto shard = ringo::spawn(serve_shard(std::move(*l), stop));
+    int sig = co_await signals.next();
+    std::printf("got %s, stopping\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::strerror(-sig));
+    std::fflush(stdout);
+    stop.set();
+    co_return co_await shard;
+}
+
+// N runtimes: the main thread waits for the signal and tells every runtime to stop.
+std::optional<std::vector<ShardStats>> run_pool(SocketAddr addr, std::size_t threads) {
+    ringo::RuntimePool pool{threads};
+    std::vector<TcpListener> listeners;
+    for (std::size_t i = 0; i < threads; ++i) { // the first binds port 0; the others its port
+        Result<TcpListener> l = pool.spawn_on(i, open_listener(addr, true)).join();
+        if (!l) {
+            std::fprintf(stderr, "listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
+            return std::nullopt;
+        }
+        if (i == 0)
+            addr.set_port(l->local_addr().value().port());
+        listeners.push_back(std::move(*l));
+    }
+    std::printf("listening on port %u\n", addr.port());
+    std::fflush(stdout);
+
+    ringo::Event stop;
+    std::vector<ringo::JoinHandle<ShardStats>> shards;
+    for (std::size_t i = 0; i < threads; ++i)
+        shards.push_back(pool.spawn_on(i, serve_shard(std::move(listeners[i]), stop)));
+    int sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+    std::printf("got %s, stopping\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::strerror(-sig));
+    std::fflush(stdout);
+    stop.set(); // from a plain thread: wakes the waiting task of every runtime
+    std::vector<ShardStats> all;
+    for (auto& s : shards)
+        all.push_back(s.join());
+    pool.shutdown();
+    return all;
+}
+
+int usage(const char* prog) {
+    std::fprintf(stderr, "usage: %s [--port P] [--threads N] [--host ADDR]\n", prog);
+    return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    long port = 7000, threads = 1;
+    std::string host = "127.0.0.1";
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (i + 1 >= argc)
+            return usage(argv[0]);
+        char* end = nullptr;
+        if (a == "--port")
+            port = std::strtol(argv[++i], &end, 10);
+        else if (a == "--threads")
+            threads = std::strtol(argv[++i], &end, 10);
+        else if (a == "--host")
+            host = argv[++i];
+        else
+            return usage(argv[0]);
+        if (end && (*end != '\0' || end == argv[i]))
+            return usage(argv[0]);
+    }
+    std::optional<SocketAddr> addr = SocketAddr::parse_ip(host, 0);
+    if (port < 0 || port > 65535 || threads < 1 || threads > 256 || !addr)
+        return usage(argv[0]);
+    addr->set_port(static_cast<std::uint16_t>(port));
+
+    // Before any thread starts: every thread inherits the mask, so none of them takes SIGINT
+    // or SIGTERM the ordinary way (docs/signals.md). The signals are read as data instead.
+    ringo::block_signals({SIGINT, SIGTERM});
+
+    std::vector<ShardStats> shards;
+    if (threads == 1) {
+        std::optional<ShardStats> s = ringo::block_on(run_single(*addr));
+        if (!s)
+            return 1;
+        shards.push_back(*s);
+    } else {
+        auto all = run_pool(*addr, static_cast<std::size_t>(threads));
+        if (!all)
+            return 1;
+        shards = std::move(*all);
+    }
+
+    ShardStats total;
+    for (std::size_t i = 0; i < shards.size(); ++i) {
+        const ShardStats& s = shards[i];
+        std::printf("runtime %zu: %llu connections, %llu bytes, %llu pauses\n", i,
+                    static_cast<unsigned long long>(s.connections), static_cast<unsigned long long>(s.bytes),
+                    static_cast<unsigned long long>(s.pauses));
+        total.connections += s.connections;
+        total.bytes += s.bytes;
+        total.open_at_stop += s.open_at_stop;
+        total.cancelled += s.cancelled;
+    }
+    std::printf("echoed %llu bytes over %llu connections on %zu runtime(s); %zu open at stop, %zu cancelled\n",
+                static_cast<unsigned long long>(total.bytes), static_cast<unsigned long long>(total.connections),
+                shards.size(), total.open_at_stop, total.cancelled);
+    return 0;
+}
