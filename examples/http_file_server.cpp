@@ -1,0 +1,426 @@
+// A static file server over HTTP/1.1 and HTTP/1.0: keep-alive (HTTP/1.1's default, and
+// HTTP/1.0 clients that ask for it), GET and HEAD, Content-Length from statx, 400/403/404/
+// 405/431/505 answers, files opened beneath the served folder only (openat2 with
+// RESOLVE_BENEATH), small files sent with their head in one send and large ones spliced from
+// the page cache to the socket through a pipe (no copy through user space). Ctrl-C drains:
+// the listener closes, answers being sent complete, idle connections end, and what is still
+// open after the grace period is cancelled.
+//
+//   http_file_server --root DIR [--port P] [--threads N] [--grace-ms MS]
+//
+// One runtime by default; with --threads N, a RuntimePool with one listening socket per
+// runtime (net::ShardedListener). Prints `listening on port P` first. Try it with
+//   curl -v http://127.0.0.1:P/            wrk -c100 -d5s http://127.0.0.1:P/file
+// The request parser is examples/http_parser.hpp (fuzzed by tests/fuzz/fuzz_http_parser.cpp).
+#include "http_parser.hpp"
+
+#include <ringo/io/signal.hpp>
+#include <ringo/ringo.hpp>
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace {
+
+constexpr std::size_t head_cap = 8192;       // the largest request head (431 beyond it)
+constexpr std::size_t small_file = 16384;    // files up to this size go out with their head
+constexpr std::size_t answer_head_cap = 512; // the answer's head
+constexpr unsigned splice_chunk = 1u << 20;  // bytes per splice (the pipe is grown to this)
+
+// The connections being served, so that a stop can end their reading: shutdown(SHUT_RD)
+// makes a pending or later receive see the end of the stream, while an answer being sent
+// goes on. Shared by the runtimes of a pool (connections register once, not per request).
+class Connections {
+public:
+    struct Entry {
+        int fd;
+        Entry* prev = nullptr;
+        Entry* next = nullptr;
+    };
+    // Registers `e`; false once stopping (the connection is to end at once).
+    bool add(Entry& e) {
+        std::lock_guard lock(m_);
+        e.next = head_.next;
+        e.prev = &head_;
+        if (head_.next)
+            head_.next->prev = &e;
+        head_.next = &e;
+        count_++;
+        return !stopping_;
+    }
+    void remove(Entry& e) {
+        std::lock_guard lock(m_);
+        e.prev->next = e.next;
+        if (e.next)
+            e.next->prev = e.prev;
+        count_--;
+    }
+    void stop() {
+        std::lock_guard lock(m_);
+        stopping_ = true;
+        for (Entry* e = head_.next; e; e = e->next)
+            ::shutdown(e->fd, SHUT_RD);
+    }
+    bool stopping() const noexcept { return stopping_.load(std::memory_order_relaxed); }
+    std::size_t open() {
+        std::lock_guard lock(m_);
+        return count_;
+    }
+
+private:
+    std::mutex m_;
+    Entry head_{-1};
+    std::size_t count_ = 0;
+    std::atomic<bool> stopping_{false};
+};
+
+struct Server {
+    int root = -1; // the served folder, opened once
+    Connections connections;
+    std::atomic<std::uint64_t> requests{0};
+};
+
+// The Date header's value, formatted once a second per thread.
+std::string_view http_date() {
+    thread_local char text[64];
+    thread_local std::time_t last = -1;
+    std::time_t now = std::time(nullptr);
+    if (now != last) {
+        std::tm tm{};
+        ::gmtime_r(&now, &tm);
+        std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        last = now;
+    }
+    return text;
+}
+
+// Writes an answer's head into `out`; returns its length.
+std::size_t format_head(char* out, int status, std::string_view type, std::uint64_t length, bool keep_alive, int minor,
+                        bool allow = false) {
+    std::string_view date = http_date();
+    int n = std::snprintf(out, answer_head_cap,
+                          "HTTP/1.1 %d %.*s\r\nServer: ringo\r\nDate: %.*s\r\nContent-Type: %.*s\r\n"
+                          "Content-Length: %llu\r\n%s%s\r\n",
+                          status, static_cast<int>(http::reason(status).size()), http::reason(status).data(),
+                          static_cast<int>(date.size()), date.data(), static_cast<int>(type.size()), type.data(),
+                          static_cast<unsigned long long>(length),
+                          keep_alive ? (minor == 0 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n",
+                          allow ? "Allow: GET, HEAD\r\n" : "");
+    return n > 0 ? static_cast<std::size_t>(n) : 0;
+}
+
+// One connection's buffers: the request bytes received, and the answer (head, and the body
+// of a small file).
+struct Buffers {
+    char in[head_cap];
+    char out[answer_head_cap + small_file];
+};
+
+// A pipe for splicing large files, made at the first one a connection sends.
+struct SplicePipe {
+    std::optional<ringo::PipeEnds> ends;
+};
+
+// Answers with an error status and a short text body. Whether the connection stays open is
+// the caller's `keep_alive`.
+ringo::Task<bool> send_error(ringo::net::TcpStream& s, Buffers& b, int status, bool keep_alive, int minor,
+                             bool head_only) {
+    char body[64];
+    int len = std::snprintf(body, sizeof body, "%d %.*s\n", status, static_cast<int>(http::reason(status).size()),
+                            http::reason(status).data());
+    std::size_t n = format_head(b.out, status, "text/plain; charset=utf-8", static_cast<std::size_t>(len), keep_alive,
+                                minor, status == 405);
+    if (!head_only) {
+        std::memcpy(b.out + n, body, static_cast<std::size_t>(len));
+        n += static_cast<std::size_t>(len);
+    }
+    auto w = co_await s.write_all(b.out, n);
+    co_return static_cast<bool>(w);
+}
+
+// Sends `size` bytes of `file` to the socket by splice(2): file -> pipe -> socket, page
+// references instead of copies.
+ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, std::uint64_t size, SplicePipe& p) {
+    if (!p.ends) {
+        auto made = co_await ringo::pipe();
+        if (!made)
+            co_return false;
+        p.ends.emplace(std::move(*made));
+        ::fcntl(p.ends->writer.fd().get(), F_SETPIPE_SZ, splice_chunk); // a smaller pipe still works
+    }
+    int pipe_r = p.ends->reader.fd().get(), pipe_w = p.ends->writer.fd().get();
+    std::uint64_t off = 0;
+    while (off < size) {
+        auto want = static_cast<unsigned>(std::min<std::uint64_t>(size - off, splice_chunk));
+        int in =
+            co_await ringo::op::splice(file.get(), static_cast<std::int64_t>(off), pipe_w, -1, want, SPLICE_F_MOVE);
+        if (in <= 0) // an error, or the file shrank: the answer cannot be completed
+            co_return false;
+        for (int moved = 0; moved < in;) {
+            int out = co_await ringo::op::splice(pipe_r, -1, s.fd().get(), -1, static_cast<unsigned>(in - moved),
+                                                 SPLICE_F_MOVE |
+                                                     (off + static_cast<unsigned>(in) < size ? SPLICE_F_MORE : 0));
+            if (out <= 0)
+                co_return false;
+            moved += out;
+        }
+        off += static_cast<unsigned>(in);
+    }
+    co_return true;
+}
+
+// Answers one well-formed request. False: the connection is to close (a send failed, or an
+// answer could not be completed).
+ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Request& req, bool keep_alive, Buffers& b,
+                         SplicePipe& pipe) {
+    bool head_only = req.method == http::Method::head;
+    if (req.method == http::Method::other)
+        co_return co_await send_error(s, b, 405, keep_alive, req.minor, false);
+    char path[1024];
+    if (http::decode_path(req.target, path, sizeof path) < 0)
+        co_return co_await send_error(s, b, 400, keep_alive, req.minor, head_only);
+
+    // Beneath the served folder only: "..", absolute symbolic links and links that leave it
+    // are refused by the kernel (EXDEV), as are /proc's magic links.
+    open_how how{};
+    how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+    int fd = co_await ringo::op::openat2(srv.root, path, &how);
+    if (fd < 0) {
+        int status = fd == -EACCES || fd == -EPERM ? 403 : fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM ? 503 : 404;
+        co_return co_await send_error(s, b, status, keep_alive, req.minor, head_only);
+    }
+    ringo::fs::File file{ringo::Fd(fd)};
+    auto md = co_await file.metadata();
+    if (!md)
+        co_return co_await send_error(s, b, 500, keep_alive, req.minor, head_only);
+    if (!md->is_file()) // a folder without index.html, a device, a FIFO
+        co_return co_await send_error(s, b, md->is_dir() ? 404 : 403, keep_alive, req.minor, head_only);
+
+    std::uint64_t size = md->size;
+    std::size_t n = format_head(b.out, 200, http::content_type(path), size, keep_alive, req.minor);
+    if (head_only) {
+        auto w = co_await s.write_all(b.out, n);
+        co_return static_cast<bool>(w);
+    }
+    if (size <= small_file) {
+        auto r = co_await file.read_exact_at(std::span<std::byte>(reinterpret_cast<std::byte*>(b.out + n), size), 0);
+        if (!r) { // the file shrank or could not be read: nothing sent yet, so a clean 500
+            (void)co_await send_error(s, b, 500, false, req.minor, false);
+            co_return false;
+        }
+        auto w = co_await s.write_all(b.out, n + size);
+        co_return static_cast<bool>(w);
+    }
+    auto w = co_await s.write_all(b.out, n);
+    if (!w)
+        co_return false;
+    co_return co_await splice_body(s, file, size, pipe);
+}
+
+// After the last answer on a connection that may still have unread bytes (a request with a
+// body, a malformed one, a stop): ends the sending side and reads what comes for a moment,
+// so that closing with unread bytes does not reset the connection before the client has read
+// the answer (TCP resets a connection closed with data unread).
+ringo::Task<void> linger(ringo::net::TcpStream& s, Buffers& b) {
+    (void)co_await s.shutdown(SHUT_WR);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    for (std::size_t total = 0; total < (1u << 20);) {
+        auto left = deadline - std::chrono::steady_clock::now();
+        if (left <= std::chrono::nanoseconds(0))
+            break;
+        auto r = co_await ringo::with_timeout(s.read(b.in, sizeof b.in), left);
+        if (!r || !*r || **r == 0) // timed out, failed, or the client closed
+            break;
+        total += **r;
+    }
+}
+
+ringo::Task<void> serve(ringo::net::TcpStream s, Server& srv) {
+    Connections::Entry entry{s.fd().get()};
+    struct Unregister {
+        Connections& c;
+        Connections::Entry& e;
+        ~Unregister() { c.remove(e); }
+    } unregister{srv.connections, entry};
+    if (!srv.connections.add(entry))
+        co_return;
+    (void)s.set_nodelay(true); // answers go out whole, no waiting for more
+
+    auto b = std::make_unique<Buffers>();
+    SplicePipe pipe;
+    std::size_t have = 0;
+    bool unread = false; // bytes may be left unread when the connection closes
+    for (;;) {
+        http::Request req;
+        http::Parse p = http::parse_request({b->in, have}, sizeof b->in, req);
+        if (p == http::Parse::incomplete) {
+            auto n = co_await s.read(b->in + have, sizeof b->in - have);
+            if (!n || *n == 0) // the client closed (or reset), or a stop ended the reading
+                break;
+            have += *n;
+            continue;
+        }
+        srv.requests.fetch_add(1, std::memory_order_relaxed);
+        if (p == http::Parse::error) {
+            bool head_only = req.method == http::Method::head;
+            (void)co_await send_error(s, *b, req.status, false, req.minor, head_only);
+            unread = true;
+            break;
+        }
+        // A request body is not read (no method here takes one): the connection closes after
+        // the answer instead, as after a stop.
+        bool keep_alive = req.keep_alive && req.content_length == 0 && !srv.connections.stopping();
+        bool ok = co_await answer(s, srv, req, keep_alive, *b, pipe);
+        if (!ok)
+            break;
+        if (!keep_alive) {
+            unread = req.content_length > 0 || have > req.head_size;
+            break;
+        }
+        std::memmove(b->in, b->in + req.head_size, have - req.head_size);
+        have -= req.head_size;
+    }
+    if (unread)
+        co_await linger(s, *b);
+}
+
+struct Options {
+    const char* root = nullptr;
+    std::uint16_t port = 8080;
+    std::size_t threads = 1;
+    std::chrono::milliseconds grace{2000};
+};
+
+[[noreturn]] void usage(const char* why) {
+    std::fprintf(stderr,
+                 "http_file_server: %s\nusage: http_file_server --root DIR [--port P] [--threads N] "
+                 "[--grace-ms MS]\n",
+                 why);
+    std::exit(2);
+}
+
+Options parse_options(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (i + 1 >= argc)
+            usage("every option takes a value");
+        const char* v = argv[++i];
+        char* end = nullptr;
+        unsigned long n = a == "--root" ? 0 : std::strtoul(v, &end, 10);
+        if (a != "--root" && (!end || *end || *v == '\0'))
+            usage("a number was expected");
+        if (a == "--root")
+            o.root = v;
+        else if (a == "--port" && n <= 65535)
+            o.port = static_cast<std::uint16_t>(n);
+        else if (a == "--threads" && n >= 1 && n <= 1024)
+            o.threads = n;
+        else if (a == "--grace-ms")
+            o.grace = std::chrono::milliseconds(n);
+        else
+            usage("unknown option or value out of range");
+    }
+    if (!o.root)
+        usage("--root is required");
+    return o;
+}
+
+// Accepts connections (one multishot accept) into `scope` until it fails; yields -errno.
+ringo::Task<int> accept_loop(ringo::net::TcpListener& l, ringo::TaskScope& scope, Server& srv) {
+    auto in = l.incoming();
+    for (;;) {
+        auto c = co_await in.next();
+        if (c) {
+            scope.spawn(serve(std::move(*c), srv));
+        } else if (c.error() == std::errc::too_many_files_open ||
+                   c.error() == std::errc::too_many_files_open_in_system) {
+            co_await ringo::sleep_for(std::chrono::milliseconds(10)); // out of descriptors for now: wait, go on
+        } else {
+            co_return -c.error().value();
+        }
+    }
+}
+
+// One runtime: a TcpListener's multishot accept stream, a scope of connection tasks.
+ringo::Task<int> serve_one_runtime(Server& srv, const Options& o) {
+    ringo::SignalSet stop{SIGINT, SIGTERM};
+    auto listener = co_await ringo::net::TcpListener::bind(ringo::net::SocketAddr::v4_any(o.port));
+    if (!listener) {
+        std::fprintf(stderr, "http_file_server: port %u: %s\n", o.port, listener.error().message().c_str());
+        co_return 1;
+    }
+    std::printf("listening on port %u\n", listener->local_addr()->port());
+    std::fflush(stdout);
+
+    ringo::TaskScope connections;
+    auto [which, v] = co_await ringo::when_any(accept_loop(*listener, connections, srv), stop.next());
+    if (which == 0 || v < 0) {
+        std::fprintf(stderr, "http_file_server: %s: %s\n", which == 0 ? "accept" : "signals", std::strerror(-v));
+        co_return 1;
+    }
+    (void)co_await listener->close(); // new connections are refused from here on
+    srv.connections.stop();
+    bool drained = static_cast<bool>(co_await ringo::with_timeout(connections.join(), o.grace));
+    std::printf("stopped: %llu requests, %s\n", static_cast<unsigned long long>(srv.requests.load()),
+                drained ? "every connection finished" : "connections still open were cancelled");
+    co_return 0;
+}
+
+// A pool: one listening socket per runtime (SO_REUSEPORT), the main thread waits for Ctrl-C.
+int serve_pool(Server& srv, const Options& o) {
+    ringo::block_signals({SIGINT, SIGTERM}); // before the pool's threads start: they inherit it
+    ringo::RuntimePool pool{o.threads, ringo::PoolOptions{}.pin_threads()};
+    std::optional<ringo::net::ShardedListener> listener;
+    try {
+        listener.emplace(pool, ringo::net::SocketAddr::v4_any(o.port),
+                         [&srv](ringo::net::TcpStream s) { return serve(std::move(s), srv); });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "http_file_server: port %u: %s\n", o.port, e.what());
+        return 1;
+    }
+    std::printf("listening on port %u\n", listener->port());
+    std::fflush(stdout);
+    int sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+    if (sig < 0) {
+        std::fprintf(stderr, "http_file_server: signals: %s\n", std::strerror(-sig));
+        return 1;
+    }
+    listener->stop(); // new connections are refused from here on
+    srv.connections.stop();
+    bool drained = pool.shutdown_for(o.grace);
+    std::printf("stopped: %llu requests, %s\n", static_cast<unsigned long long>(srv.requests.load()),
+                drained ? "every connection finished" : "connections still open were cancelled");
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options o = parse_options(argc, argv);
+    Server srv;
+    srv.root = ::open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (srv.root < 0) {
+        std::fprintf(stderr, "http_file_server: %s: %s\n", o.root, std::strerror(errno));
+        return 1;
+    }
+    ::signal(SIGPIPE, SIG_IGN); // splice into a socket the client closed: EPIPE, not a signal
+    int rc = o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
+    ::close(srv.root);
+    return rc;
+}

@@ -1,0 +1,343 @@
+#!/usr/bin/env python3
+"""Runs examples/http_file_server against curl, ab and wrk (and a raw socket where a real
+client cannot be made to send a malformed request), with one runtime and with a pool:
+
+  - every file byte for byte (curl), with its headers (status, Content-Length, Content-Type,
+    Date, Server), HEAD without a body, keep-alive reuse (curl), HTTP/1.0 closing, HTTP/1.0
+    keep-alive (ab -k), pipelined requests answered in order;
+  - the error answers: 400 (bad target, "..", no Host, garbage), 404 (missing file, a folder
+    without index.html, a symbolic link leaving the folder), 403 (a FIFO), 405 (POST, with
+    Allow), 431 (a head too large), 501 (Transfer-Encoding), 505 (HTTP/2.0);
+  - load with ab and wrk: no failed request, no non-2xx answer, no socket error;
+  - no descriptor left open once the clients are gone (/proc/PID/fd);
+  - Ctrl-C: idle connections end at once, an answer being sent completes, new connections are
+    refused, exit status 0; and a client that stops reading is cancelled after the grace period.
+
+    test_http_file_server.py PATH_TO_http_file_server
+"""
+import hashlib
+import os
+import re
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+EXE = sys.argv[1]
+SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
+SCALE = 8 if SANITIZED else 1
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+    return cond
+
+
+class Server:
+    def __init__(self, root, *args):
+        self.proc = subprocess.Popen([EXE, "--root", root, "--port", "0", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
+        line = self.proc.stdout.readline() if ready else ""
+        m = re.match(r"listening on port (\d+)", line)
+        if not m:
+            self.proc.kill()
+            raise SystemExit(f"the server did not start: {line!r} {self.proc.stderr.read()}")
+        self.port = int(m.group(1))
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def fds(self):
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def fd_list(self):
+        d = f"/proc/{self.proc.pid}/fd"
+        out = []
+        for n in sorted(os.listdir(d), key=int):
+            try:
+                out.append(f"{n}->{os.readlink(os.path.join(d, n))}")
+            except OSError:
+                pass
+        return " ".join(out)
+
+    def stop(self, sig=signal.SIGINT, timeout=20):
+        self.proc.send_signal(sig)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            check(False, f"the server did not stop within {timeout} s after {sig.name}")
+        return self.proc.returncode, out, err
+
+
+def run(cmd, timeout=60):
+    return subprocess.run(cmd, capture_output=True, timeout=timeout)
+
+
+def curl(*args):
+    return run(["curl", "-sS", "--max-time", "20", *args])
+
+
+def raw(port, data, read_timeout=5.0):
+    """Sends `data` on a new connection and reads until the server closes it (or the timeout)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
+        s.settimeout(read_timeout)
+        chunks = []
+        try:
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                chunks.append(c)
+        except socket.timeout:
+            chunks.append(b"<timeout>")
+        return b"".join(chunks)
+
+
+def status_of(answer):
+    m = re.match(rb"HTTP/1\.1 (\d{3}) ", answer)
+    return int(m.group(1)) if m else None
+
+
+def make_root(tmp):
+    root = os.path.join(tmp, "www")
+    os.makedirs(os.path.join(root, "sub"))
+    os.makedirs(os.path.join(root, "empty_dir"))
+    files = {
+        "index.html": b"<h1>ringo</h1>\n",
+        "zero.bin": b"",
+        "one.txt": b"x",
+        "f4k.bin": os.urandom(4096),
+        "edge.bin": os.urandom(16384),       # the largest file sent with its head
+        "edge1.bin": os.urandom(16385),      # the smallest spliced
+        "big.bin": os.urandom(3 * 1024 * 1024 + 7),
+        "sub/index.html": b"sub index\n",
+        "sub/with space.txt": b"spaced\n",
+        "drain.bin": os.urandom(64 * 1024 * 1024 // SCALE),
+    }
+    for name, data in files.items():
+        with open(os.path.join(root, name), "wb") as f:
+            f.write(data)
+    os.symlink("/etc/passwd", os.path.join(root, "escape"))
+    os.symlink("one.txt", os.path.join(root, "inside_link"))
+    os.mkfifo(os.path.join(root, "fifo"))
+    with open(os.path.join(tmp, "outside.txt"), "wb") as f:
+        f.write(b"outside\n")
+    return root, files
+
+
+def headers_of(text):
+    lines = text.split("\r\n")
+    fields = {}
+    for line in lines[1:]:
+        if ":" in line:
+            k, v = line.split(":", 1)
+            fields[k.strip().lower()] = v.strip()
+    return lines[0], fields
+
+
+def test_files(srv, root, files, tmp):
+    for name, data in files.items():
+        if name == "drain.bin":
+            continue
+        url = srv.url + "/" + name.replace(" ", "%20")
+        hdr, body = os.path.join(tmp, "h"), os.path.join(tmp, "b")
+        r = curl("-D", hdr, "-o", body, url)
+        if not check(r.returncode == 0, f"curl {name}: {r.stderr.decode()}"):
+            continue
+        status, fields = headers_of(open(hdr, newline="").read())
+        check(status == "HTTP/1.1 200 OK", f"{name}: status line {status!r}")
+        check(open(body, "rb").read() == data, f"{name}: body differs from the file")
+        check(fields.get("content-length") == str(len(data)), f"{name}: Content-Length {fields.get('content-length')}")
+        check("date" in fields and fields.get("server") == "ringo", f"{name}: Date/Server headers {fields}")
+        want_type = "text/html; charset=utf-8" if name.endswith(".html") else None
+        if want_type:
+            check(fields.get("content-type") == want_type, f"{name}: Content-Type {fields.get('content-type')}")
+    # "/" is index.html, "/sub/" is sub/index.html, a link inside the folder is followed.
+    for path, want in (("/", files["index.html"]), ("/sub/", files["sub/index.html"]),
+                       ("/inside_link", files["one.txt"]), ("/one.txt?query=1", files["one.txt"])):
+        r = curl(srv.url + path)
+        check(r.returncode == 0 and r.stdout == want, f"GET {path}: {r.stdout[:40]!r} {r.stderr!r}")
+
+
+def test_head_keepalive_pipelining(srv, files):
+    # HEAD: the head only. The next answer on the same connection starts right after it.
+    ans = raw(srv.port, b"HEAD /f4k.bin HTTP/1.1\r\nHost: x\r\n\r\n"
+                        b"GET /one.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    parts = ans.split(b"\r\n\r\n")
+    check(len(parts) == 3 and parts[0].startswith(b"HTTP/1.1 200") and b"Content-Length: 4096" in parts[0]
+          and parts[1].startswith(b"HTTP/1.1 200") and parts[2] == b"x", f"HEAD then GET: {ans[:300]!r}")
+    # curl reuses one connection for several URLs when the server keeps it open.
+    r = curl("-o", "/dev/null", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{num_connects} ",
+             srv.url + "/f4k.bin", srv.url + "/big.bin", srv.url + "/one.txt")
+    check(r.returncode == 0 and r.stdout.split() == [b"1", b"0", b"0"],
+          f"keep-alive: connections opened per URL {r.stdout!r} {r.stderr!r}")
+    # HTTP/1.0: the answer says Connection: close and the server closes after it.
+    r = curl("-0", "-D", "-", "-o", "/dev/null", srv.url + "/one.txt")
+    check(r.returncode == 0 and b"Connection: close" in r.stdout, f"HTTP/1.0 close: {r.stdout!r}")
+    ans = raw(srv.port, b"GET /one.txt HTTP/1.0\r\n\r\n")
+    check(ans.startswith(b"HTTP/1.1 200") and ans.endswith(b"\r\n\r\nx"), f"HTTP/1.0 closes after the answer: {ans!r}")
+    # Pipelined: three requests in one segment, three answers in order.
+    ans = raw(srv.port, b"GET /one.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+                        b"GET /sub/with%20space.txt HTTP/1.1\r\nHost: x\r\n\r\n"
+                        b"GET /index.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    bodies = [p for p in re.split(rb"HTTP/1\.1 200 OK\r\n.*?\r\n\r\n", ans, flags=re.S) if p]
+    check(bodies == [b"x", b"spaced\n", files["index.html"]], f"pipelined answers: {ans[:400]!r}")
+
+
+def test_errors(srv):
+    cases = [
+        ("missing file", curl("-o", "/dev/null", "-w", "%{http_code}", srv.url + "/nope"), 404),
+        ("folder without index.html", curl("-o", "/dev/null", "-w", "%{http_code}", srv.url + "/empty_dir/"), 404),
+        ("a link leaving the folder", curl("-o", "/dev/null", "-w", "%{http_code}", srv.url + "/escape"), 404),
+        ("..", curl("--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", srv.url + "/../outside.txt"), 400),
+        ("encoded ..", curl("--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", srv.url + "/%2e%2e/outside.txt"), 400),
+        ("a FIFO", curl("-o", "/dev/null", "-w", "%{http_code}", srv.url + "/fifo"), 403),
+        ("POST", curl("-X", "POST", "-d", "data", "-o", "/dev/null", "-w", "%{http_code}", srv.url + "/one.txt"), 405),
+    ]
+    for what, r, want in cases:
+        check(r.returncode == 0 and r.stdout == str(want).encode(), f"{what}: {r.stdout!r} (want {want}) {r.stderr!r}")
+    r = curl("-X", "DELETE", "-D", "-", "-o", "/dev/null", srv.url + "/one.txt")
+    check(b"Allow: GET, HEAD" in r.stdout, f"405 names the allowed methods: {r.stdout!r}")
+    raw_cases = [
+        ("no Host in HTTP/1.1", b"GET / HTTP/1.1\r\n\r\n", 400),
+        ("garbage", b"\x00\x01hello\r\n\r\n", 400),
+        ("space before a colon", b"GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400),
+        ("HTTP/2.0", b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+        ("Transfer-Encoding", b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501),
+        ("a head too large", b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n", 431),
+        ("a target too long", b"GET /" + b"a" * 9000, 414),
+    ]
+    for what, req, want in raw_cases:
+        ans = raw(srv.port, req)
+        check(status_of(ans) == want and b"Connection: close" in ans, f"{what}: {ans[:120]!r} (want {want})")
+
+
+def parse_ab(out):
+    def num(pattern):
+        m = re.search(pattern, out)
+        return int(m.group(1)) if m else None
+    return num(r"Complete requests:\s+(\d+)"), num(r"Failed requests:\s+(\d+)"), num(r"Non-2xx responses:\s+(\d+)"), \
+        num(r"Keep-Alive requests:\s+(\d+)")
+
+
+def test_load(srv):
+    n = 4000 // SCALE
+    for keep in (True, False):
+        r = run(["ab", "-q", "-n", str(n), "-c", "20", *(["-k"] if keep else []), srv.url + "/f4k.bin"], timeout=120)
+        done, failed, non2xx, kept = parse_ab(r.stdout.decode())
+        check(r.returncode == 0 and done == n and failed == 0 and non2xx is None,
+              f"ab {'-k ' if keep else ''}: complete {done} failed {failed} non-2xx {non2xx}: {r.stderr[-300:]!r}")
+        if keep:
+            check(kept == n, f"ab -k (HTTP/1.0 keep-alive): {kept} of {n} requests kept the connection")
+    for path, conns in (("/f4k.bin", 100), ("/big.bin", 10), ("/index.html", 200)):
+        r = run(["wrk", "-t1", f"-c{conns}", f"-d{1 if SANITIZED else 2}s", srv.url + path], timeout=60)
+        out = r.stdout.decode()
+        m = re.search(r"(\d+) requests in", out)
+        check(r.returncode == 0 and m and int(m.group(1)) > 0 and "Non-2xx" not in out and "Socket errors" not in out,
+              f"wrk -c{conns} {path}: {out}")
+
+
+def wait_fds(srv, want, seconds=5.0):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if srv.fds() <= want:
+            return True
+        time.sleep(0.05)
+    return srv.fds() <= want
+
+
+def test_drain(root, files, threads):
+    srv = Server(root, "--threads", str(threads), "--grace-ms", "20000")
+    size = len(files["drain.bin"])
+    idle = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    idle.sendall(b"GET /one.txt HTTP/1.1\r\nHost: x\r\n\r\n")
+    first = idle.recv(4096)
+    check(first.endswith(b"\r\n\r\nx"), f"idle connection's first answer: {first!r}")
+    busy = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    busy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    busy.sendall(b"GET /drain.bin HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = busy.recv(65536)  # the answer has started
+    srv.proc.send_signal(signal.SIGINT)
+    # The idle keep-alive connection ends at once.
+    idle.settimeout(5)
+    try:
+        check(idle.recv(10) == b"", "an idle connection is closed by Ctrl-C")
+    except socket.timeout:
+        check(False, "an idle connection was still open 5 s after Ctrl-C")
+    idle.close()
+    # The answer being sent completes, byte for byte.
+    busy.settimeout(20)
+    chunks = [got]
+    try:
+        while True:
+            c = busy.recv(1 << 20)
+            if not c:
+                break
+            chunks.append(c)
+    except socket.timeout:
+        check(False, "the answer being sent at Ctrl-C did not complete")
+    busy.close()
+    ans = b"".join(chunks)
+    head, _, body = ans.partition(b"\r\n\r\n")
+    check(body == files["drain.bin"], f"the answer being sent at Ctrl-C: {len(body)} of {size} bytes, intact: "
+                                      f"{hashlib.sha256(body).hexdigest() == hashlib.sha256(files['drain.bin']).hexdigest()}")
+    check(b"Connection: close" not in head, "the drained answer was started before the stop")
+    rc, out, err = srv.stop(signal.SIGINT)  # already signalled: waits for the exit
+    check(rc == 0 and "every connection finished" in out, f"drain with {threads} runtime(s): rc {rc}: {out!r} {err!r}")
+    try:
+        socket.create_connection(("127.0.0.1", srv.port), timeout=2).close()
+        check(False, "connections are refused after the stop")
+    except OSError:
+        pass
+
+
+def test_stuck_client_cancelled(root, threads):
+    srv = Server(root, "--threads", str(threads), "--grace-ms", "300")
+    stuck = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.sendall(b"GET /drain.bin HTTP/1.1\r\nHost: x\r\n\r\n")  # and never reads
+    time.sleep(0.3)
+    start = time.time()
+    rc, out, err = srv.stop(signal.SIGINT)
+    took = time.time() - start
+    check(rc == 0 and "cancelled" in out and took < 10, f"a client that stops reading: rc {rc} after {took:.1f} s: {out!r} {err!r}")
+    stuck.close()
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        root, files = make_root(tmp)
+        for threads in (1, 2):
+            print(f"== {threads} runtime(s)", flush=True)
+            srv = Server(root, "--threads", str(threads))
+            # (With a pool, the main thread's signal wait opens its ring and signalfd just after
+            # the first line: one request and a pause first.)
+            curl(srv.url + "/one.txt")
+            time.sleep(0.3)
+            base, base_list = srv.fds(), srv.fd_list()
+            test_files(srv, root, files, tmp)
+            test_head_keepalive_pipelining(srv, files)
+            test_errors(srv)
+            test_load(srv)
+            check(wait_fds(srv, base), f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
+            rc, out, err = srv.stop(signal.SIGTERM)
+            check(rc == 0, f"SIGTERM: exit status {rc}: {err!r}")
+            test_drain(root, files, threads)
+            test_stuck_client_cancelled(root, threads)
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
