@@ -16,7 +16,9 @@
 #include <ringo/ringo.hpp>
 
 #include <signal.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -41,8 +43,9 @@ namespace {
 constexpr unsigned ring_entries = 1024;
 constexpr unsigned buffer_size = 4096;
 // A connection whose peer sends faster than it reads back would fill the ring with data
-// waiting to be echoed: past this many buffers queued, its recv is stopped (the unread bytes
-// wait in its socket) and armed again once the queue is written out.
+// waiting to be echoed, and leave the other connections none. So its recv is stopped (the
+// unread bytes wait in its socket) as soon as the socket would not take an echo at once, or
+// more than this many buffers wait, and armed again once they are written out.
 constexpr unsigned max_queued = 8;
 constexpr auto grace = 2s;
 
@@ -65,15 +68,22 @@ Task<void> echo(TcpStream conn, ringo::buf::BufferRing& ring, ShardStats& st) {
             ringo::buf::Buffer b = co_await in.next();
             if (!b)
                 break; // in.result(): 0 (end of stream), -ECANCELED, -ECONNRESET ...
-            Result<void> w = co_await conn.write_all(b.data(), b.size());
-            if (!w)
+            // First without waiting: while the socket takes each echo whole, the recv stays armed.
+            int n = co_await ringo::op::send(conn.fd(), b.data(), b.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n < 0 && n != -EAGAIN)
                 co_return; // the peer went away (or the task was cancelled)
-            st.bytes += b.size();
-            if (!paused && in.queued() > max_queued) {
+            std::size_t sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+            if (!paused && (sent < b.size() || in.queued() > max_queued)) {
                 in.cancel(); // what was received stays queued; then the stream ends
                 paused = true;
                 ++st.pauses;
             }
+            if (sent < b.size()) { // the peer is not reading: wait until it takes the rest
+                Result<void> w = co_await conn.write_all(b.data() + sent, b.size() - sent);
+                if (!w)
+                    co_return;
+            }
+            st.bytes += b.size();
         }
         if (!paused || in.result() != -ECANCELED)
             co_return;
