@@ -1,5 +1,5 @@
 // A line-based TCP chat room on one runtime. Each connection is two tasks: a reader that
-// takes lines (BufReader::read_line, at most chat::max_line bytes) and acts on them, and a
+// takes lines (BufReader::read_until, at most chat::max_line bytes) and acts on them, and a
 // writer that drains the connection's own bounded Channel of outgoing lines into the socket.
 // Whoever speaks only puts lines into the others' channels (try_send, never waiting), so a
 // client that does not read stalls nobody: when its channel is full (--queue lines waiting),
@@ -172,17 +172,19 @@ Task<void> reader(TcpStream& conn, Member& me, Room& room) {
     std::string line;
     bool skipping = false; // in the rest of a line that was too long
     for (;;) {
-        Result<bool> got = co_await in.read_line(line);
+        line.clear(); // read_until appends
+        Result<std::size_t> got = co_await in.read_until('\n', line);
         if (!got) {
             if (got.error() != ringo::IoError::line_too_long)
                 break; // reset, shut down, cancelled
             if (!skipping)
                 room.send(me, chat::error_line(chat::reason::too_long));
-            skipping = true; // the next read_line goes on with the rest of the line
+            skipping = true; // the next read_until goes on with the rest of the line
             continue;
         }
-        if (!*got || !me.in_room)
-            break; // the end of the stream, or dropped
+        if (line.empty() || line.back() != '\n' || !me.in_room)
+            break; // the end of the stream (a last line without "\n" is not sent), or dropped
+        line.pop_back();
         if (std::exchange(skipping, false))
             continue; // the end of the long line
         chat::Command c = chat::parse_line(line);
