@@ -6,7 +6,7 @@
 // the listener closes, answers being sent complete, idle connections end, and what is still
 // open after the grace period is cancelled.
 //
-//   http_file_server --root DIR [--port P] [--threads N] [--grace-ms MS]
+//   http_file_server --root DIR [--port P] [--threads N] [--grace-ms MS] [--inline /PATH:TEXT]
 //
 // One runtime by default; with --threads N, a RuntimePool with one listening socket per
 // runtime (net::ShardedListener). Prints `listening on port P` first. Try it with
@@ -90,6 +90,9 @@ private:
 
 struct Server {
     int root = -1; // the served folder, opened once
+    // --inline PATH:TEXT: an answer kept in memory for one target path (no file I/O), as a
+    // web server's configured fixed response is.
+    std::string inline_path, inline_body;
     Connections connections;
     std::atomic<std::uint64_t> requests{0};
 };
@@ -190,6 +193,15 @@ ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Requ
     bool head_only = req.method == http::Method::head;
     if (req.method == http::Method::other)
         co_return co_await send_error(s, b, 405, keep_alive, req.minor, false);
+    if (!srv.inline_path.empty() && req.target == srv.inline_path) {
+        std::size_t n = format_head(b.out, 200, "text/plain", srv.inline_body.size(), keep_alive, req.minor);
+        if (!head_only) {
+            std::memcpy(b.out + n, srv.inline_body.data(), srv.inline_body.size());
+            n += srv.inline_body.size();
+        }
+        auto w = co_await s.write_all(b.out, n);
+        co_return static_cast<bool>(w);
+    }
     char path[1024];
     if (http::decode_path(req.target, path, sizeof path) < 0)
         co_return co_await send_error(s, b, 400, keep_alive, req.minor, head_only);
@@ -301,6 +313,7 @@ ringo::Task<void> serve(ringo::net::TcpStream s, Server& srv) {
 
 struct Options {
     const char* root = nullptr;
+    std::string_view inline_answer; // PATH:TEXT
     std::uint16_t port = 8080;
     std::size_t threads = 1;
     std::chrono::milliseconds grace{2000};
@@ -309,7 +322,7 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "http_file_server: %s\nusage: http_file_server --root DIR [--port P] [--threads N] "
-                 "[--grace-ms MS]\n",
+                 "[--grace-ms MS] [--inline /PATH:TEXT]\n",
                  why);
     std::exit(2);
 }
@@ -322,11 +335,14 @@ Options parse_options(int argc, char** argv) {
             usage("every option takes a value");
         const char* v = argv[++i];
         char* end = nullptr;
-        unsigned long n = a == "--root" ? 0 : std::strtoul(v, &end, 10);
-        if (a != "--root" && (!end || *end || *v == '\0'))
+        bool text = a == "--root" || a == "--inline";
+        unsigned long n = text ? 0 : std::strtoul(v, &end, 10);
+        if (!text && (!end || *end || *v == '\0'))
             usage("a number was expected");
         if (a == "--root")
             o.root = v;
+        else if (a == "--inline")
+            o.inline_answer = v;
         else if (a == "--port" && n <= 65535)
             o.port = static_cast<std::uint16_t>(n);
         else if (a == "--threads" && n >= 1 && n <= 1024)
@@ -338,6 +354,10 @@ Options parse_options(int argc, char** argv) {
     }
     if (!o.root)
         usage("--root is required");
+    std::size_t colon = o.inline_answer.find(':');
+    if (!o.inline_answer.empty() && (colon == std::string_view::npos || o.inline_answer.front() != '/' ||
+                                     o.inline_answer.size() - colon - 1 > small_file))
+        usage("--inline takes /PATH:TEXT (TEXT up to 16 KiB)");
     return o;
 }
 
@@ -414,6 +434,11 @@ int serve_pool(Server& srv, const Options& o) {
 int main(int argc, char** argv) {
     Options o = parse_options(argc, argv);
     Server srv;
+    if (!o.inline_answer.empty()) {
+        std::size_t colon = o.inline_answer.find(':');
+        srv.inline_path = o.inline_answer.substr(0, colon);
+        srv.inline_body = o.inline_answer.substr(colon + 1);
+    }
     srv.root = ::open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (srv.root < 0) {
         std::fprintf(stderr, "http_file_server: %s: %s\n", o.root, std::strerror(errno));

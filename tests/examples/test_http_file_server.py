@@ -165,6 +165,10 @@ def test_files(srv, root, files, tmp):
                        ("/inside_link", files["one.txt"]), ("/one.txt?query=1", files["one.txt"])):
         r = curl(srv.url + path)
         check(r.returncode == 0 and r.stdout == want, f"GET {path}: {r.stdout[:40]!r} {r.stderr!r}")
+    # --inline: an answer from memory for exactly that target.
+    r = curl("-D", "-", srv.url + "/mem")
+    check(r.returncode == 0 and r.stdout.startswith(b"HTTP/1.1 200 OK") and b"Content-Length: 18\r\n" in r.stdout
+          and r.stdout.endswith(b"\r\n\r\nHello from memory\n"), f"--inline /mem: {r.stdout!r}")
 
 
 def test_head_keepalive_pipelining(srv, files):
@@ -317,7 +321,7 @@ def main():
         root, files = make_root(tmp)
         for threads in (1, 2):
             print(f"== {threads} runtime(s)", flush=True)
-            srv = Server(root, "--threads", str(threads))
+            srv = Server(root, "--threads", str(threads), "--inline", "/mem:Hello from memory\n")
             # (With a pool, the main thread's signal wait opens its ring and signalfd just after
             # the first line: one request and a pause first.)
             curl(srv.url + "/one.txt")
