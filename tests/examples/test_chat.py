@@ -22,21 +22,14 @@ import sys
 import threading
 import time
 
+from example_server import Failure, Server, check
+
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
 LINE_TIMEOUT = 15 if SANITIZED else 5  # seconds to wait for one expected line
 MAX_LINE = 512  # chat::max_line
 QUEUE = 64  # --queue: lines waiting for one client before it is dropped
 WELCOME_TAIL = " online; commands: /nick NAME, /who, /quit"
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
 
 
 def pump(read, put):
@@ -154,57 +147,6 @@ class ProcessClient(Client):
             self.proc.wait()
 
 
-class Server:
-    def __init__(self, args):
-        self.proc = subprocess.Popen([BIN, "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.out = queue.Queue()
-        self.err = []
-        threading.Thread(target=lambda: [self.out.put(l.rstrip("\n")) for l in self.proc.stdout] + [self.out.put(None)],
-                         daemon=True).start()
-        threading.Thread(target=lambda: [self.err.append(l) for l in self.proc.stderr], daemon=True).start()
-        try:
-            first = self.out.get(timeout=10)
-        except queue.Empty:
-            first = None
-        check(first is not None and first.startswith("listening on port "), f"first line: {first!r}")
-        self.port = int(first.split()[-1])
-
-    def fds(self):
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def wait_fds(self, want, timeout=10):
-        deadline = time.monotonic() + timeout
-        n = self.fds()
-        while n != want and time.monotonic() < deadline:
-            time.sleep(0.05)
-            n = self.fds()
-        return n
-
-    def stop(self, sig, timeout=15):
-        self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise Failure(f"no exit within {timeout} s of {sig.name}")
-        lines = []
-        while True:
-            try:
-                l = self.out.get(timeout=5)
-            except queue.Empty:
-                break
-            if l is None:
-                break
-            lines.append(l)
-        return rc, lines
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def barrier(*clients):
     """Each client asks /who and must get the reply as its very next line: nothing else was
     waiting for it. Returns the list of nicks online."""
@@ -218,7 +160,7 @@ def barrier(*clients):
 
 
 def run():
-    srv = Server(["--queue", str(QUEUE)])
+    srv = Server(BIN, ["--queue", str(QUEUE)])
     clients = []
     messages = 0  # lines the server must count as messages
     connections = 0
@@ -394,7 +336,7 @@ def run():
         e.welcome(1)
         t0 = time.monotonic()
         rc, out = srv.stop(signal.SIGINT)
-        check(rc == 0, f"exit code {rc} after SIGINT; stderr: {srv.err!r}")
+        check(rc == 0, f"exit code {rc} after SIGINT; stderr: {srv.stderr()!r}")
         e.expect("* server is shutting down\n")
         e.expect_eof()
         check(time.monotonic() - t0 < 5, "stopping took longer than the connections needed")

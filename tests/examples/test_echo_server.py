@@ -12,7 +12,6 @@ count exactly the connections and bytes the clients made. Exits non-zero on any 
 """
 import hashlib
 import os
-import queue
 import random
 import selectors
 import signal
@@ -21,8 +20,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+from example_server import Failure, Server, check
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -31,78 +31,6 @@ NC_LINES = 2000 if SANITIZED else 20000
 MANY = 200
 MANY_BYTES = 4 * 1024 if SANITIZED else 32 * 1024
 STEP_TIMEOUT = 60  # seconds for any one step; a hang fails instead of blocking
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, what):
-    if not cond:
-        raise Failure(what)
-
-
-class Server:
-    """The example as a child process; its stdout is read by a thread into a queue."""
-
-    def __init__(self, args):
-        self.proc = subprocess.Popen([BIN, "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.lines = queue.Queue()
-        self.err = []
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.proc.stderr, self.err.append), daemon=True).start()
-        first = self.line(10)
-        check(first is not None and first.startswith("listening on port "),
-              f"first line should be 'listening on port P', got {first!r}")
-        self.port = int(first.split()[-1])
-        check(0 < self.port < 65536, f"bad port in {first!r}")
-
-    @staticmethod
-    def _pump(stream, put):
-        for line in stream:
-            put(line.rstrip("\n"))
-        put(None)
-
-    def line(self, timeout):
-        try:
-            return self.lines.get(timeout=timeout)
-        except queue.Empty:
-            return None
-
-    def fds(self):
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def wait_fds(self, want, timeout=10):
-        """Polls until the server holds `want` descriptors; returns the last count."""
-        deadline = time.monotonic() + timeout
-        n = self.fds()
-        while n != want and time.monotonic() < deadline:
-            time.sleep(0.05)
-            n = self.fds()
-        return n
-
-    def stop(self, sig=signal.SIGINT, timeout=15):
-        """Sends `sig`, waits for the exit, returns (exit code, the lines after the first)."""
-        self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise Failure(f"no exit within {timeout} s of {sig.name}")
-        out = []
-        while True:
-            line = self.line(5)
-            if line is None:
-                break
-            out.append(line)
-        return rc, out
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def through_socat(port, data_path, out_path):
@@ -219,7 +147,7 @@ def test_hog(srv):
 
 def run_mode(threads):
     args = [] if threads == 1 else ["--threads", str(threads)]
-    srv = Server(args)
+    srv = Server(BIN, args)
     try:
         time.sleep(0.2)
         baseline = srv.fds()
@@ -235,7 +163,7 @@ def run_mode(threads):
         n = srv.wait_fds(baseline)
         check(n == baseline, f"{n - baseline} descriptor(s) still open after every client left")
         rc, out = srv.stop(signal.SIGINT)
-        check(rc == 0, f"exit code {rc} after SIGINT; stderr: {[l for l in srv.err if l]!r}")
+        check(rc == 0, f"exit code {rc} after SIGINT; stderr: {srv.stderr()!r}")
         check(out and out[0] == "got SIGINT, stopping", f"after SIGINT: {out!r}")
         last = out[-1].split()
         # "echoed B bytes over C connections on R runtime(s); O open at stop, K cancelled"
@@ -257,7 +185,7 @@ def run_mode(threads):
 def test_stop_with_open_connection():
     """SIGTERM with a connection open: the server closes it (the client reads the end of the
     stream) after its grace period and still exits 0."""
-    srv = Server([])
+    srv = Server(BIN, [])
     try:
         c = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
         c.sendall(b"ping")
