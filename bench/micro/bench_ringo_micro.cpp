@@ -12,9 +12,18 @@
 //   bench_ringo_micro pool-switch --count N   one task hopping between two pool runtimes (switch_to)
 //   bench_ringo_micro channel --messages M --pairs P [--capacity C]   P producer/consumer pairs on one runtime
 //   bench_ringo_micro xchannel --messages M [--capacity C]   producer on one pool runtime, consumer on the other
+//   bench_ringo_micro layer-read --count N --api op|file   4 KiB reads of a page-cached file,
+//                                            one at a time: op::read, or fs::File::read_at (Result)
+//   bench_ringo_micro layer-echo --count N --api op|stream   1 KiB messages echoed over loopback TCP:
+//                                            the server side written with op::recv/op::send (as
+//                                            echo_ringo) or net::TcpStream read/write_all (--stream)
 #include <ringo/ringo.hpp>
 
+#include <arpa/inet.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -93,6 +103,101 @@ ringo::Task<long> switch_loop(long n) {
     auto a = ringo::spawn(yield_loop(n / 2));
     auto b = ringo::spawn(yield_loop(n - n / 2));
     co_return co_await a + co_await b;
+}
+
+// layer-read / layer-echo: what the high-level layer costs over op:: on the same work (the
+// callgrind pass counts user-space instructions per operation of each form).
+ringo::Task<long> layer_read_loop(int fd, bool file_api, long n) {
+    alignas(64) static char buf[4096];
+    std::optional<ringo::fs::File> file;
+    if (file_api)
+        file.emplace(ringo::Fd(::dup(fd)));
+    long ok = 0;
+    for (long i = 0; i < n; ++i) {
+        std::uint64_t off = static_cast<std::uint64_t>(i & 255) * 4096;
+        if (file_api) {
+            auto r = co_await file->read_at(buf, sizeof buf, off);
+            ok += r && *r == sizeof buf;
+        } else {
+            int r = co_await ringo::op::read(fd, buf, sizeof buf, off);
+            ok += r == static_cast<int>(sizeof buf);
+        }
+    }
+    co_return ok;
+}
+
+// The echo server's connection loop, as bench/ringo/echo_ringo.cpp writes it in each form.
+ringo::Task<void> layer_echo_op(int fd) {
+    char buf[1024];
+    for (;;) {
+        int r = co_await ringo::op::recv(fd, buf, sizeof buf, 0);
+        if (r <= 0)
+            co_return;
+        for (int off = 0; off < r;) {
+            int w = co_await ringo::op::send(fd, buf + off, static_cast<std::size_t>(r - off), MSG_NOSIGNAL);
+            if (w <= 0)
+                co_return;
+            off += w;
+        }
+    }
+}
+ringo::Task<void> layer_echo_stream(ringo::net::TcpStream c) {
+    char buf[1024];
+    for (;;) {
+        auto r = co_await c.read(buf, sizeof buf);
+        if (!r || *r == 0)
+            co_return;
+        auto w = co_await c.write_all(buf, *r);
+        if (!w)
+            co_return;
+    }
+}
+// The client: the same in both forms (a message out, its echo back, in turn).
+ringo::Task<long> layer_echo_client(int fd, long n) {
+    char out[1024], in[1024];
+    std::memset(out, 'x', sizeof out);
+    long ok = 0;
+    for (long i = 0; i < n; ++i) {
+        int w = co_await ringo::op::send(fd, out, sizeof out, MSG_NOSIGNAL);
+        if (w != static_cast<int>(sizeof out))
+            break;
+        std::size_t got = 0;
+        while (got < sizeof in) {
+            int r = co_await ringo::op::recv(fd, in + got, sizeof in - got, 0);
+            if (r <= 0)
+                co_return ok;
+            got += static_cast<std::size_t>(r);
+        }
+        ++ok;
+    }
+    ::shutdown(fd, SHUT_WR); // the server's next read sees the end
+    co_return ok;
+}
+ringo::Task<long> layer_echo(int server_fd, int client_fd, bool stream, long n) {
+    ringo::JoinHandle<void> server = stream ? ringo::spawn(layer_echo_stream(ringo::net::TcpStream(ringo::Fd(server_fd))))
+                                            : ringo::spawn(layer_echo_op(server_fd));
+    long ok = co_await layer_echo_client(client_fd, n);
+    co_await server;
+    co_return ok;
+}
+// A connected loopback TCP pair (Nagle off on both), made with plain system calls.
+bool tcp_pair(int& server_fd, int& client_fd) {
+    int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (l < 0 || ::bind(l, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(l, 1) != 0 ||
+        ::getsockname(l, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+        return false;
+    client_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (client_fd < 0 || ::connect(client_fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+        return false;
+    server_fd = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    ::close(l);
+    int one = 1;
+    return server_fd >= 0 && ::setsockopt(server_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0 &&
+           ::setsockopt(client_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
 }
 
 // Runs `body` as a spawned task (--in task, the default, as the Rust programs do) instead of
@@ -506,6 +611,7 @@ int main(int argc, char** argv) {
     std::string sub = argv[1];
     long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256, spawn_batch = 0;
     bool in_root = false; // --in task|root: where the body runs (as the Rust programs' option)
+    std::string api = "op"; // layer-read: op | file; layer-echo: op | stream
     for (int i = 2; i < argc; ++i) {
         std::string a = argv[i];
         if (i + 1 >= argc)
@@ -515,6 +621,12 @@ int main(int argc, char** argv) {
             if (w != "task" && w != "root")
                 usage("--in takes task or root");
             in_root = w == "root";
+            continue;
+        }
+        if (a == "--api") {
+            api = argv[++i];
+            if (api != "op" && api != "file" && api != "stream")
+                usage("--api takes op, file (layer-read) or stream (layer-echo)");
             continue;
         }
         char* end = nullptr;
@@ -542,6 +654,23 @@ int main(int argc, char** argv) {
         return xchannel_main(count, capacity);
     if (sub == "timeouts")
         return timeouts_main(count, sq);
+    if ((sub == "layer-read" && api == "stream") || (sub == "layer-echo" && api == "file"))
+        usage("layer-read takes --api op|file, layer-echo --api op|stream");
+    int layer_fd = -1, layer_fd2 = -1; // layer-read: the file; layer-echo: server and client ends
+    if (sub == "layer-read") {
+        // A file of a disk file system (its page-cache reads complete inline; tmpfs and memfd
+        // reads go to io-wq workers), unlinked at once.
+        char path[] = "/var/tmp/ringo-layer-read-XXXXXX";
+        layer_fd = ::mkstemp(path);
+        if (layer_fd < 0)
+            usage("mkstemp in /var/tmp failed");
+        ::unlink(path);
+        std::vector<char> data(1 << 20, 'r');
+        if (::pwrite(layer_fd, data.data(), data.size(), 0) != static_cast<ssize_t>(data.size()))
+            usage("writing the file failed");
+    } else if (sub == "layer-echo" && !tcp_pair(layer_fd, layer_fd2)) {
+        usage("a loopback TCP connection could not be made");
+    }
     ringo::Runtime rt;
     auto st0 = rt.stats();
     double c0 = cpu_seconds();
@@ -567,6 +696,12 @@ int main(int argc, char** argv) {
     else if (sub == "when-all-nop") {
         ops = (count + batch - 1) / batch * batch;
         ok = rt.block_on(when_all_loop(count, batch));
+    } else if (sub == "layer-read") {
+        ok = rt.block_on(layer_read_loop(layer_fd, api == "file", count));
+    } else if (sub == "layer-echo") {
+        ok = rt.block_on(layer_echo(layer_fd, layer_fd2, api == "stream", count));
+        if (api == "stream")
+            layer_fd = -1; // the stream closed it
     } else if (sub == "when-all-nop-static") {
         ops = (count + 31) / 32 * 32;
         ok = rt.block_on(when_all_static_loop(count));
@@ -577,10 +712,15 @@ int main(int argc, char** argv) {
     long minflt = minor_faults() - f0;
     auto st1 = rt.stats();
     bool good = ok == ops;
-    std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"variant\":\"plain\",\"count\":%ld,\"ops\":%ld,\"bytes\":0,"
+    if (layer_fd >= 0)
+        ::close(layer_fd);
+    if (layer_fd2 >= 0)
+        ::close(layer_fd2);
+    std::string variant = sub.rfind("layer-", 0) == 0 ? api : "plain";
+    std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"variant\":\"%s\",\"count\":%ld,\"ops\":%ld,\"bytes\":0,"
                 "\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"ns_per_op\":%.3f,\"syscalls\":%llu,"
                 "\"syscalls_per_op\":%.4f,\"minflt\":%ld,\"errors\":%ld,\"ok\":%s}\n",
-                sub.c_str(), count, ops, secs, cpu, secs * 1e9 / double(ops),
+                sub.c_str(), variant.c_str(), count, ops, secs, cpu, secs * 1e9 / double(ops),
                 static_cast<unsigned long long>(st1.enters - st0.enters), double(st1.enters - st0.enters) / double(ops),
                 minflt, ops - ok, good ? "true" : "false");
     return good ? 0 : 1;
