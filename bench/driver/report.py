@@ -704,7 +704,10 @@ def quick_reductions(fig_name: str) -> list[str]:
     """What the quick profile of one figure leaves out or shrinks compared with the full one, read
     from registry.py (so the report cannot drift from what was run)."""
     try:
-        import registry
+        try:
+            from . import registry
+        except ImportError:  # report.py imported on its own, bench/driver on sys.path
+            import registry
         fig = registry.figure(fig_name)
     except (ImportError, KeyError):
         return []
