@@ -83,6 +83,24 @@ def _kill_group(p: subprocess.Popen) -> None:
         pass
 
 
+def stop_group(p: subprocess.Popen, sig: int, wait: float) -> bool:
+    """Sends `sig` to the process group of `p` (a server under strace gets the signal itself, not
+    only strace) and waits up to `wait` seconds, then kills the group. False when it was killed."""
+    if p.poll() is not None:
+        return True
+    try:
+        os.killpg(p.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        p.wait(timeout=wait)
+        return True
+    except subprocess.TimeoutExpired:
+        _kill_group(p)
+        p.wait()
+        return False
+
+
 # --------------------------------------------------------------------------- fio
 
 FIO_RW = {"seqread": "read", "randread": "randread", "write": "write", "randwrite": "randwrite",
@@ -199,17 +217,7 @@ def run_server_client(server_argv: list[str], client_argv: list[str], port: int,
         run = run_command(client_argv, timeout)
         run.cmd = cmd
     finally:
-        if srv.poll() is None:
-            # the whole group: a server under strace gets the signal itself, not only strace
-            try:
-                os.killpg(srv.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                srv.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                _kill_group(srv)
-                srv.wait()
+        stop_group(srv, signal.SIGTERM, 5)
         sout = srv.stdout.read() if srv.stdout else ""
         if srv.stdout:
             srv.stdout.close()

@@ -15,7 +15,9 @@ Every program prints one JSON line (fields: bench, impl, variant, ops, bytes, se
 syscalls, errors, ok, p50_ns, p99_ns, error ...); ok:false, a non-zero exit or no JSON is a failed run.
 `kind="fio"` rows run fio with the point's settings and convert its JSON output into the same fields;
 `kind="server"` rows start a server pinned to CPU 0, run the figure's client pinned to CPU 1, and
-stop the server with SIGTERM.
+stop the server with SIGTERM. `kind="http"` rows do the same with a web server and wrk (httpbench.py:
+wrk's text report is parsed, the server's CPU time is read from /proc around wrk's run, and the
+server is stopped with SIGINT).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ class Impl:
     name: str
     cmd: str | dict                          # template, or {sub: template} per panel (micro)
     tag: str = ""                            # ringo rows are compared with baselines of the same tag
-    kind: str = "json"                       # json | fio | server
+    kind: str = "json"                       # json | fio | server | http
     when: Callable[[dict], bool] | None = None   # run only at points where when(params) is true
     params: dict = field(default_factory=dict)   # overrides of the point's parameters
     profiles: tuple = ("quick", "full")
@@ -68,13 +70,15 @@ class Target:
     # A ratio on a cost field of the rows (e.g. cpu_us_per_op, lower is better) instead of the
     # figure's metric: for comparisons where wall time is noise on a shared machine.
     on: str = ""
+    # The direction of the `on` field: lower is better (a cost) unless this is True (requests/s).
+    higher_is_better: bool = False
 
 
 @dataclass
 class Figure:
     name: str
     title: str
-    kind: str                                # storage | syncasync | echo | pingpong | pipes | micro
+    kind: str                                # storage | syncasync | echo | http | pingpong | pipes | micro
     x_label: str
     metric: Metric
     impls: list[Impl]
@@ -297,6 +301,42 @@ def _echo_impls() -> list[Impl]:
     ]
 
 
+# --------------------------------------------------------------------------- http
+
+# wrk, one thread, pinned to CPU 1. --timeout 10s instead of its default 2 s: at 1 000 connections
+# on the 1 MiB file a response takes over a second on a 2-vCPU machine, and a request wrk times out
+# is a socket error (a failed run) and is left out of its latency.
+HTTP_CLIENT = ("<wrk> -t1 -c{connections} -d{seconds}s --timeout 10s --latency "
+               "http://127.0.0.1:{port}{path}")
+# The data points: (panel, target path); the files and the in-memory text are httpbench.py's.
+HTTP_PANELS = [("in-memory answer (17 B)", "/mem"), ("4 KiB file", "/4k.bin"), ("1 MiB file", "/1m.bin")]
+
+
+def _http_server_cpu_us_per_req(j: dict):
+    """The http figure's measure: the server process's CPU time (every thread, io-wq workers
+    included) from just before wrk starts to just after it ends, divided by wrk's request count."""
+    v = j.get("server_cpu_ns_per_req")
+    return v / 1e3 if v is not None and v >= 0 else None
+
+
+SERVER_CPU_PER_REQ = Metric("server CPU µs per request", _http_server_cpu_us_per_req, higher_is_better=False)
+
+
+def _http_impls() -> list[Impl]:
+    return [
+        # One runtime, the in-memory answer from --inline; files from --root.
+        I("ringo http_file_server", "<http_file_server> --root {root} --port {port} --inline /mem:{text}",
+          kind="http"),
+        # One process that is its own worker (daemon off, master_process off), access log off,
+        # sendfile on, keep-alive without a request limit: httpbench.nginx_conf writes {conf}.
+        I("nginx", "<nginx> -e {prefix}/error.log -p {prefix}/ -c {conf}", kind="http"),
+    ]
+
+
+def _http_points(xs) -> list[dict]:
+    return [{"panel": panel, "x": c, "connections": c, "path": path} for panel, path in HTTP_PANELS for c in xs]
+
+
 def _pingpong_impls() -> list[Impl]:
     P = "<bench_pingpong> --conns {conns} --msgs {msgs} --mode "
     return [
@@ -404,6 +444,7 @@ PROGRAM_SOURCES = {
     "echo_uring_fixed": "bench/net/echo_uring.cpp",
     "echo_asio": "bench/net/echo_asio.cpp",
     "echo_ringo": "bench/ringo/echo_ringo.cpp",
+    "http_file_server": "examples/http_file_server.cpp",
     "bench_pingpong": "bench/net/pingpong.cpp",
     "pingpong_ringo": "bench/ringo/pingpong_ringo.cpp",
     "bench_pipes": "bench/net/pipes.cpp",
@@ -415,6 +456,13 @@ PROGRAM_SOURCES = {
     "ringo-bench-monoio-xthread": "bench/rust/monoio/src/xthread.rs",
     "ringo-bench-compio": "bench/rust/compio/src/main.rs",
     "ringo-bench-tokio": "bench/rust/tokio/src/main.rs",
+}
+
+
+# Programs that come from Debian packages (scripts/bench installs them), found in PATH or /usr/sbin.
+SYSTEM_PROGRAMS = {
+    "nginx": "the Debian package nginx-light (/usr/sbin/nginx)",
+    "wrk": "the Debian package wrk",
 }
 
 
@@ -540,6 +588,31 @@ FIGURES: list[Figure] = [
                  Target("ringo net::TcpStream", "ringo plain", 0.98, "every x",
                         "net::TcpStream within 2 % of op:: server CPU per message"),
                  Target("ringo plain", "asio", 1.1, "every x", "server CPU per message at most 1/1.1 of Asio's")]),
+    Figure(
+        "http", "HTTP server: server CPU per request (server CPU 0, wrk CPU 1)", "http", "connections",
+        SERVER_CPU_PER_REQ, _http_impls(),
+        {"quick": dict(points=_http_points([10, 100, 1000]), seconds=3, warmup_seconds=1, reps=3),
+         "full": dict(points=_http_points([10, 100, 1000]), seconds=5, warmup_seconds=2, reps=5)},
+        plot="lines-log2x", client=HTTP_CLIENT,
+        notes=["Measure: the server process's CPU time (user + system, every thread, io-wq workers included; "
+               "read from /proc just before wrk starts and just after it ends) divided by the requests wrk "
+               "completed, lower is better. wrk with one thread on one vCPU is close to saturating, so "
+               "requests/s and latency mostly show the client and the machine; server CPU per request is the "
+               "measure that separates servers. Requests/s and p50/p99 latency (wrk --latency) are given below.",
+               "Both servers serve the same bytes: a 17-byte text from memory (ringo: --inline, nginx: "
+               "`return 200`), and a 4 KiB and a 1 MiB file of random bytes written once per figure run into a "
+               "temporary folder (in the page cache). Every run first GETs its URL once and checks the bytes.",
+               "nginx 1.22 (Debian): one process that is its own worker (daemon off, master_process off), "
+               "access log off, sendfile on, tcp_nopush on, keep-alive without a request limit. ringo: "
+               "examples/http_file_server on one runtime (files of 16 KiB or less sent with their head in one "
+               "send, larger ones spliced through a pipe). A fresh server process per run.",
+               "wrk -t1 -cN -dS --timeout 10s --latency; a run with any non-2xx answer or socket error "
+               "(connect, read, write, timeout) is failed. The open-file limit is raised to 65 536 for wrk "
+               "and both servers."],
+        targets=[Target("ringo http_file_server", "nginx", 1.0, "every x", "requests/s at least nginx's",
+                        on="rps", higher_is_better=True),
+                 Target("ringo http_file_server", "nginx", 1 / 0.7, "every x",
+                        "server CPU per request at most 0.7x nginx's")]),
     Figure(
         "pingpong", "Ping-pong in one thread, 4-byte messages (the liburing4cpp ping-pong benchmark)", "pingpong", "connections x round trips",
         TOTAL_MS, _pingpong_impls(),

@@ -12,12 +12,12 @@ import shutil
 import subprocess
 
 # Order of figures in the report (the registry's order).
-ORDER = ["seqread", "randread", "syncasync", "echo", "pingpong", "pipes", "micro"]
+ORDER = ["seqread", "randread", "syncasync", "echo", "http", "pingpong", "pipes", "micro"]
 
 CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
               "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
               "write_p50_us", "write_p99_us", "cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op",
-              "server_cpu_us_per_msg", "server_syscalls_per_msg", "ns_per_op", "wakeups_per_op", "faults_per_op",
+              "server_cpu_us_per_msg", "server_syscalls_per_msg", "rps", "server_cpu_us_per_req", "ns_per_op", "wakeups_per_op", "faults_per_op",
               "bytes_per_wait", "rss_bytes_per_wait", "frames_per_wait", "kernel_timeout_sqes",
               "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded", "cancel_us_loaded", "syscalls_source",
               "waits_per_op", "instr_per_op", "error", "cmd"]
@@ -28,6 +28,7 @@ COST = {
     "syncasync": ("CPU µs per I/O · syscalls per I/O", ["cpu_us_per_op", "syscalls_per_op"]),
     "echo": ("server CPU µs per message · server syscalls per message",
              ["server_cpu_us_per_msg", "server_syscalls_per_msg"]),
+    "http": ("requests/s (wrk)", ["rps"]),
     "pingpong": ("CPU µs per round trip · syscalls per round trip · event-loop syscalls per round trip",
                  ["cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op"]),
     "pipes": ("syscalls per operation · event-loop syscalls per round", ["syscalls_per_op", "loop_syscalls_per_op"]),
@@ -104,6 +105,8 @@ def machine_info(root: str) -> dict:
         "asio": _cmd(["dpkg-query", "-W", "-f=${Version}", "libasio-dev"]),
         "rustc": _cmd(["rustc", "--version"]),
         "fio": _cmd(["fio", "--version"]),
+        "nginx": _cmd(["dpkg-query", "-W", "-f=${Version}", "nginx"]),
+        "wrk": _cmd(["dpkg-query", "-W", "-f=${Version}", "wrk"]),
         "python": platform.python_version(),
         "matplotlib": mpl,
         "commit": commit if commit not in ("unknown", "not installed") else "none (uncommitted tree)",
@@ -425,7 +428,7 @@ def _figure_section(res: dict) -> list[str]:
             L += _table([xl] + [_x_head(res, x) for x in xs], rows)
             L.append("")
         # latency
-        if res["kind"] in ("syncasync", "echo"):
+        if res["kind"] in ("syncasync", "echo", "http"):
             L.append(f"Latency p50 / p99 in µs{where}" +
                      (" (mixed: r = reads, w = writes):" if res["kind"] == "syncasync" else ":"))
             L.append("")
@@ -629,8 +632,9 @@ def _targets_section(res) -> list[str]:
                 rows.append(_value_target_row(res, t, pname, xs))
                 continue
             on = t.get("on", "")
-            # the metric's direction, or lower is better for a cost field (CPU time, instructions)
-            hib = res["higher_is_better"] if not on else False
+            # the metric's direction, or the field's: lower is better for a cost (CPU time,
+            # instructions) unless the target says otherwise (requests/s)
+            hib = res["higher_is_better"] if not on else bool(t.get("higher_is_better", False))
             points = []
             for x in xs:
                 a, b = _cell(res, pname, x, t["ringo"]), _cell(res, pname, x, t["baseline"])
@@ -802,7 +806,8 @@ def write_all(results_dir: str, log=print) -> str:
     L.append("")
     keys = [("CPU", "cpu"), ("nproc", "nproc"), ("memory", "memory"), ("kernel", "kernel"), ("OS", "os"),
             ("compiler", "compiler"), ("CMake", "cmake"), ("liburing", "liburing"), ("libaio", "libaio"),
-            ("Asio", "asio"), ("rustc", "rustc"), ("fio", "fio"), ("Python / matplotlib", None),
+            ("Asio", "asio"), ("rustc", "rustc"), ("fio", "fio"), ("nginx", "nginx"), ("wrk", "wrk"),
+            ("Python / matplotlib", None),
             ("commit", "commit")]
     rows = []
     for label, k in keys:

@@ -27,7 +27,7 @@ import string
 import sys
 import time
 
-from . import counting, execute, registry, report
+from . import counting, execute, httpbench, registry, report
 from . import load as load_mod
 from . import tiers as tiers_mod
 
@@ -45,7 +45,8 @@ def log(msg: str) -> None:
 # --------------------------------------------------------------------------- executables
 
 class Binaries:
-    """Finds executables by name in the build trees (first match wins)."""
+    """Finds executables by name in the build trees (first match wins); the programs of Debian
+    packages (registry.SYSTEM_PROGRAMS: nginx, wrk) in PATH, /usr/sbin and /sbin."""
 
     def __init__(self, dirs: list[str]):
         self.dirs = dirs
@@ -66,6 +67,9 @@ class Binaries:
         return idx
 
     def find(self, name: str) -> str | None:
+        if name in registry.SYSTEM_PROGRAMS:
+            path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
+            return shutil.which(name, path=path)
         if self._index is None:
             self._index = self._build_index()
         return self._index.get(name)
@@ -155,6 +159,7 @@ class Runner:
         self.strace = counting.have_strace() and not args.no_strace
         self.callgrind = counting.have_callgrind() and not args.no_callgrind
         self.instr_cache: dict = {}
+        self.http: httpbench.Docroot | None = None  # the http figure's served files, while it runs
 
     def pinning_text(self, fig: registry.Figure) -> str:
         if not self.taskset:
@@ -162,6 +167,8 @@ class Runner:
         a, b = self.cpus
         if fig.kind == "echo":
             return f"server pinned to CPU {a}, client to CPU {b}"
+        if fig.kind == "http":
+            return f"server pinned to CPU {a}, wrk to CPU {b}"
         two = any(isinstance(i.cmd, dict) and set(i.cmd) & registry.TWO_THREAD_SUBS for i in fig.impls)
         return f"every program pinned to CPU {b}" + (
             f" (the two-thread panels: CPUs {a} and {b}, one thread on each)" if two else "")
@@ -188,12 +195,14 @@ class Runner:
         # Timed programs get 10 s plus 5x their duration; untimed ones (ping-pong, micro) 120 s.
         if timeout is None:
             timeout = 10.0 + 5.0 * float(p["seconds"]) if "{seconds}" in str(template_for(cell.impl, p)) \
-                or cell.impl.kind in ("fio", "server") else 120.0
+                or cell.impl.kind in ("fio", "server", "http") else 120.0
         impl = cell.impl
         try:
             if impl.kind == "fio":
                 return execute.run_fio(self.fio, impl.cmd, p, timeout, self.pin_for(cell) + trace)
             tmpl = template_for(impl, p)
+            if impl.kind == "http":
+                return self.run_http(fig, tmpl, p, trace, timeout)
             if impl.kind == "server":
                 p["port"] = execute.free_port()
                 sargv, why = expand(tmpl, p, self.bins)
@@ -210,6 +219,22 @@ class Runner:
         except KeyError as e:
             return execute.Run("failed", {}, f"registry template error: {e}")
 
+    def run_http(self, fig: registry.Figure, tmpl: str, p: dict, trace: list[str], timeout: float) -> execute.Run:
+        """One run of a web server (pinned to the first CPU) under wrk (pinned to the second)."""
+        d = self.http
+        p["port"] = execute.free_port()
+        p["seconds"] = max(1, int(round(float(p["seconds"]))))  # wrk takes whole seconds
+        p.update(root=d.doc, text=httpbench.TEXT)
+        if "{conf}" in tmpl:
+            p["prefix"], p["conf"] = d.nginx_prefix(p["port"])
+        sargv, why = expand(tmpl, p, self.bins)
+        cargv, cwhy = expand(fig.client, p, self.bins)
+        if sargv is None or cargv is None:
+            return execute.Run("failed", {}, why or cwhy)
+        extra = [os.path.join(p["prefix"], "error.log")] if "prefix" in p else []
+        return httpbench.run_http(self.pin(self.cpus[:1]) + trace + sargv, self.pin(self.cpus[1:2]) + cargv,
+                                  p["port"], p["path"], d.content[p["path"]], timeout, d.dir, extra)
+
     def progress(self, fig, cell: Cell, label: str, run: execute.Run) -> None:
         self.done += 1
         el = time.monotonic() - self.t0
@@ -225,8 +250,8 @@ class Runner:
     def count_syscalls(self, fig: registry.Figure, c: Cell) -> None:
         """For a row whose program cannot count its own system calls (or any row of a panel that
         compares kernel entries), one more run under strace -f -c, not timed."""
-        if not self.strace or c.status != "ok":
-            return
+        if not self.strace or c.status != "ok" or fig.kind == "http":
+            return  # http: a web server under strace -f at 1 000 connections measures strace
         data = next((r.data for r in c.runs if r.status == "ok"), {})
         server = c.impl.kind == "server"
         key = "server_syscalls_per_msg" if server else "syscalls_per_op"
@@ -293,7 +318,15 @@ class Runner:
             meter = load_mod.OtherLoad()
             meter.start()
             done_before = self.done
-            res = self._figure_once(fig)
+            if fig.kind == "http":
+                httpbench.raise_nofile()
+                self.http = httpbench.Docroot(a.workdir)
+            try:
+                res = self._figure_once(fig)
+            finally:
+                if self.http:
+                    self.http.close()
+                    self.http = None
             other = meter.stop()
             waits[-1]["other_load"] = round(other, 3)
             res["other_load"] = round(other, 3)
@@ -578,6 +611,9 @@ SECONDARY = {
     "loop_syscalls_per_op": _first(_field("loop_syscalls_per_rt"), _field("loop_syscalls_per_round")),
     "server_cpu_us_per_msg": _first(_server_per_msg("cpu_ns", 1e-3), _server_per_msg("cpu_seconds", 1e6)),
     "server_syscalls_per_msg": _server_per_msg("syscalls_total"),
+    # the http figure: wrk's requests/s, the server's CPU µs per request over wrk's run
+    "rps": _field("requests_per_s"),
+    "server_cpu_us_per_req": _field("server_cpu_ns_per_req", 1e-3),
     "wakeups_per_op": _first(_field("wakeups_per_op"), _per_op("wakeups")),
     "faults_per_op": _per_op("minflt"),
     "ns_per_op": _first(_field("ns_per_op"), _field("ns_per_roundtrip"),
@@ -632,8 +668,9 @@ def count_runs(fig: registry.Figure, profile: str, bins: Binaries, tier_names) -
                 elif any(bins.find(b) is None for b in BIN_RE.findall(tmpl) +
                          (BIN_RE.findall(fig.client) if impl.kind == "server" else [])):
                     continue
-                # measured: ~0.05 s to start a program, ~0.3 s more for fio; 0.2 s for untimed programs
-                extra = 0.05 + (0.3 if impl.kind == "fio" else 0)
+                # measured: ~0.05 s to start a program, ~0.3 s more for fio; 0.2 s for untimed programs;
+                # http: a server start, one checked GET and wrk's own overrun (~0.4 s at 1 MiB x 1 000)
+                extra = 0.05 + (0.3 if impl.kind == "fio" else 0) + (0.4 if impl.kind == "http" else 0)
                 per_run = (prof.get("seconds") or 0.15) + extra
                 n += prof["reps"] + (1 if warm is not None else 0)
                 secs += prof["reps"] * per_run + ((warm + extra if warm else per_run) if warm is not None else 0)
@@ -668,7 +705,10 @@ def main() -> int:
     if args.quiet_wait is None:
         args.quiet_wait = 60.0 if args.profile == "quick" else 300.0
 
+    # build/bench/examples: examples/http_file_server (the walk skips folders named examples, e.g.
+    # cargo's, inside the others)
     bins = Binaries(args.bin_dir + [os.path.join(ROOT, "build", "bench"), os.path.join(ROOT, "build", "bench-storage"),
+                                    os.path.join(ROOT, "build", "bench", "examples"),
                                     os.path.join(ROOT, "bench", "rust", "target", "release")])
     if args.only:
         names = [n.strip() for n in args.only.split(",") if n.strip()]
@@ -683,7 +723,8 @@ def main() -> int:
         for f in figs:
             print(f"{f.name}: {f.title}")
             for prog in registry.programs_of(f):
-                print(f"    program {prog:28s} {registry.PROGRAM_SOURCES.get(prog, '(source not listed)')}")
+                src = registry.PROGRAM_SOURCES.get(prog) or registry.SYSTEM_PROGRAMS.get(prog, "(source not listed)")
+                print(f"    program {prog:28s} {src}")
             if any(i.kind == "fio" for i in f.impls):
                 print(f"    program {'fio':28s} (installed: the fio package)")
             for i in f.impls:
