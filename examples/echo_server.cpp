@@ -53,7 +53,7 @@ constexpr auto grace = 2s;
 struct ShardStats {
     std::uint64_t connections = 0;
     std::uint64_t bytes = 0;
-    std::uint64_t pauses = 0;     // recvs stopped because a connection had max_queued waiting
+    std::uint64_t pauses = 0;     // recvs stopped because a peer did not keep up (see max_queued)
     std::size_t open_at_stop = 0; // connections still open when the signal came
     std::size_t cancelled = 0;    // of which still open after the grace period (cancelled)
 };
