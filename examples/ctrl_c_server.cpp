@@ -5,10 +5,7 @@
 #include <ringo/io/signal.hpp>
 #include <ringo/ringo.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,57 +13,49 @@
 #include <cstring>
 
 // One connection: echoes until the peer closes, an error, or cancellation.
-ringo::Task<void> echo(ringo::Fd conn) {
+ringo::Task<void> echo(ringo::net::TcpStream conn) {
     char buf[4096];
     for (;;) {
-        int n = co_await ringo::op::recv(conn, buf, sizeof buf);
-        if (n <= 0)
+        auto n = co_await conn.read(buf, sizeof buf);
+        if (!n || *n == 0)
             break;
-        int w = co_await ringo::op::send(conn, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL);
-        if (w < 0)
+        auto w = co_await conn.write_all(buf, *n);
+        if (!w)
             break;
     }
 } // conn closes here, on every path
 
 // Accepts until cancelled (or an error); every connection runs in `handlers`.
-ringo::Task<int> accept_loop(const ringo::Fd& listener, ringo::TaskScope& handlers) {
+ringo::Task<int> accept_loop(ringo::net::TcpListener& listener, ringo::TaskScope& handlers) {
+    auto in = listener.incoming();
     for (;;) {
-        int fd = co_await ringo::op::accept(listener, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0)
-            co_return fd; // -ECANCELED once the signal has come
-        handlers.spawn(echo(ringo::Fd(fd)));
+        auto c = co_await in.next();
+        if (!c)
+            co_return -c.error().value(); // -ECANCELED once the signal has come
+        handlers.spawn(echo(std::move(*c)));
     }
 }
 
 ringo::Task<int> serve(std::uint16_t port, std::chrono::milliseconds grace) {
     ringo::SignalSet stop{SIGINT, SIGTERM}; // blocked from here on, read through the ring
 
-    ringo::Fd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(port);
-    socklen_t len = sizeof addr;
-    int one = 1;
-    if (!listener || ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-        ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(listener.get(), 128) != 0 ||
-        ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        std::perror("listen");
+    auto listener = co_await ringo::net::TcpListener::bind(ringo::net::SocketAddr::v4_loopback(port));
+    if (!listener) {
+        std::fprintf(stderr, "listen: %s\n", listener.error().message().c_str());
         co_return 1;
     }
-    std::printf("listening on port %u\n", ntohs(addr.sin_port));
+    std::printf("listening on port %u\n", listener->local_addr()->port());
     std::fflush(stdout);
 
     ringo::TaskScope handlers;
     // Serve until a signal comes: the accept loop loses the race and is cancelled.
-    auto [which, v] = co_await ringo::when_any(accept_loop(listener, handlers), stop.next());
+    auto [which, v] = co_await ringo::when_any(accept_loop(*listener, handlers), stop.next());
     if (which == 0 || v < 0) { // the accept loop failed, or reading the signals did
         std::fprintf(stderr, "%s: %s\n", which == 0 ? "accept" : "signals", std::strerror(-v));
         co_return 1;
     }
     std::printf("got %s, stopping\n", v == SIGINT ? "SIGINT" : "SIGTERM");
-    listener.reset(); // new connections are refused from here on
+    (void)co_await listener->close(); // new connections are refused from here on
 
     // The open connections get `grace` to finish; what still runs then is cancelled (and
     // awaited to its end: every descriptor is closed when this returns).
