@@ -137,7 +137,7 @@ Task<int> run(const Options& o, ringo::fs::AlignedBuffer& buffers, bool fixed, r
     // or a device has no contents to copy.
     Result<ringo::fs::Metadata> sm = co_await ringo::fs::metadata(o.src);
     if (!sm)
-        co_return fail("cannot stat", o.src, sm.error());
+        co_return fail("cannot open", o.src, sm.error());
     if (!sm->is_file()) {
         std::fprintf(stderr, "copy: '%s' is not a regular file (%s)\n", o.src.c_str(),
                      sm->is_dir() ? "a directory" : "a device, FIFO or socket");

@@ -55,22 +55,22 @@ struct Stats {
 // One direction: reads from `from` and writes all of it to `to` until `from` ends, then passes
 // the end on (shutdown(SHUT_WR): `to`'s peer reads the end of the stream, and the other
 // direction goes on). A failure throws: when_all then cancels the other direction.
-Task<void> pump(TcpStream& from, TcpStream& to, std::uint64_t& bytes) {
+Task<void> pump(TcpStream& from, TcpStream& to, std::uint64_t& bytes, const char* from_name, const char* to_name) {
     std::unique_ptr<std::byte[]> buf(new std::byte[kBuffer]);
     for (;;) {
         Result<std::size_t> n = co_await from.read(buf.get(), kBuffer);
         if (!n)
-            throw std::system_error(n.error(), "read");
+            throw std::system_error(n.error(), std::string("reading from the ") + from_name);
         if (*n == 0)
             break;
         Result<void> w = co_await to.write_all(buf.get(), *n);
         if (!w)
-            throw std::system_error(w.error(), "write");
+            throw std::system_error(w.error(), std::string("writing to the ") + to_name);
         bytes += *n;
     }
     Result<void> s = co_await to.shutdown(SHUT_WR);
     if (!s)
-        throw std::system_error(s.error(), "shutdown");
+        throw std::system_error(s.error(), std::string("ending the stream to the ") + to_name);
 }
 
 // Makes the close of `s` a reset (RST) instead of an orderly end: the peer learns that the
@@ -104,7 +104,8 @@ Task<void> serve(TcpStream client, SocketAddr peer, const Config& cfg, Stats& st
 
     std::uint64_t sent = 0, received = 0;
     try {
-        (void)co_await ringo::when_all(pump(client, *up, sent), pump(*up, client, received));
+        (void)co_await ringo::when_all(pump(client, *up, sent, "client", "upstream"),
+                                       pump(*up, client, received, "upstream", "client"));
     } catch (const std::system_error& e) {
         // One side failed (or the pool cancelled the connection): the other pump has been
         // cancelled and awaited. Both sockets end with a reset.

@@ -21,20 +21,12 @@ import sys
 import tempfile
 import time
 
+from checks import check, run_all
+
 COPY = sys.argv[1] if len(sys.argv) > 1 else "build/examples/copy"
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
 MIB = 1 << 20
 LARGE = (4 * MIB + 3) if SANITIZED else (64 * MIB)
-
-failures = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
-    return ok
-
 
 def run(args, timeout=60):
     """Runs the copy program; a run past its deadline counts as a failure (status None)."""
@@ -197,26 +189,12 @@ def test_speed(tmp):
 
 
 def main():
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/tmp")) as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         old = os.umask(0o077)  # the mode must come from the source, not from the umask
         try:
-            for t in (test_sizes, test_sparse, test_errors, test_speed):
-                print(f"== {t.__name__}", flush=True)
-                try:
-                    t(tmp)
-                except Exception as e:  # noqa: BLE001 - an unexpected error is a failed check
-                    check(False, f"{t.__name__} raised {e!r}")
+            return run_all((test_sizes, test_sparse, test_errors, test_speed), tmp)
         finally:
             os.umask(old)
-    print(f"({time.monotonic() - t0:.1f} s)")
-    if failures:
-        print(f"{len(failures)} check(s) failed:")
-        for f in failures:
-            print("  " + f)
-        return 1
-    print("all checks passed")
-    return 0
 
 
 if __name__ == "__main__":
