@@ -71,7 +71,6 @@ public:
             m.nick += '_';
         members_.push_back(&m);
         m.in_room = true;
-        ++joined_;
         send(m, chat::notice_line("welcome " + m.nick + ", " + std::to_string(members_.size()) +
                                   " online; commands: /nick NAME, /who, /quit"));
         broadcast(&m, chat::notice_line(m.nick + " joined"));
@@ -146,7 +145,6 @@ public:
         }
     }
 
-    std::uint64_t joined() const { return joined_; }
     std::uint64_t messages() const { return messages_; }
     std::uint64_t dropped() const { return dropped_; }
 
@@ -162,7 +160,7 @@ private:
     std::size_t queue_;
     std::uint64_t last_id_ = 0;
     std::vector<Member*> members_;
-    std::uint64_t joined_ = 0, messages_ = 0, dropped_ = 0;
+    std::uint64_t messages_ = 0, dropped_ = 0;
 };
 
 // Reads the client's lines and acts on them until it quits, its stream ends, or it is dropped.
