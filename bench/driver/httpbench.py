@@ -251,6 +251,8 @@ def _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log) -> Run:
     srv_rc = None
     try:
         if not _wait_listening(port, srv, 10.0):
+            if srv.poll() is not None:
+                return Run("failed", {}, f"server exited with status {srv.returncode} before it accepted connections")
             return Run("failed", {}, "server did not accept connections within 10 s")
         error = check_answer(port, path, want)
         if error:

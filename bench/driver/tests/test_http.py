@@ -195,6 +195,49 @@ class NginxConfig(unittest.TestCase):
         self.assertFalse(os.path.exists(d.dir))
 
 
+@unittest.skipUnless(shutil.which("wrk"), "wrk is not installed")
+class OneRun(unittest.TestCase):
+    """run_http against Python's http.server: a good run, and the ways a run fails."""
+
+    def setUp(self):
+        self.d = httpbench.Docroot(tempfile.gettempdir())
+        self.port = execute.free_port()
+
+    def tearDown(self):
+        self.d.close()
+
+    def run_against(self, server, path, wrk_path=None):
+        wrk = ["wrk", "-t1", "-c2", "-d1s", "--latency", f"http://127.0.0.1:{self.port}{wrk_path or path}"]
+        return httpbench.run_http(server, wrk, self.port, path, self.d.content.get(path, b""), 30, self.d.dir)
+
+    def python_server(self):
+        return [sys.executable, "-m", "http.server", str(self.port), "--bind", "127.0.0.1", "--directory", self.d.doc]
+
+    def test_a_good_run(self):
+        r = self.run_against(self.python_server(), "/4k.bin")
+        self.assertEqual(r.status, "ok", r.error)
+        self.assertGreater(r.data["requests"], 0)
+        self.assertGreater(r.data["server"]["cpu_ns"], 0)
+        self.assertAlmostEqual(r.data["server_cpu_ns_per_req"], r.data["server"]["cpu_ns"] / r.data["requests"])
+        self.assertIsNotNone(r.data["p99_ns"])
+
+    def test_non_2xx_answers_fail_the_run(self):
+        r = self.run_against(self.python_server(), "/4k.bin", wrk_path="/missing")
+        self.assertEqual(r.status, "failed")
+        self.assertRegex(r.error, r"^wrk counted \d+ non-2xx answers")
+
+    def test_a_wrong_answer_fails_before_wrk(self):
+        r = self.run_against(self.python_server(), "/mem")  # http.server has no /mem: 404
+        self.assertEqual(r.status, "failed")
+        self.assertIn("GET /mem: status 404", r.error)
+
+    def test_a_server_that_exits(self):
+        r = self.run_against(["sh", "-c", "echo cannot bind >&2; exit 3"], "/4k.bin")
+        self.assertEqual(r.status, "failed")
+        self.assertIn("server exited with status 3", r.error)
+        self.assertIn("cannot bind", r.error)
+
+
 class FindingThePrograms(unittest.TestCase):
     def test_the_example_in_the_bench_build_and_the_packages_in_path(self):
         from bench.driver.run import Binaries
