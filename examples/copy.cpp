@@ -55,7 +55,7 @@ struct Copy {
     std::uint64_t eof_at = ~std::uint64_t{0}; // where a read found the end of the source
     std::uint64_t copied = 0;                 // bytes read (and written, or left as holes)
     bool cut = false;                         // the destination must be cut (or grown) to `copied`
-    std::error_code error;                    // the first failure: every worker stops
+    std::error_code error{};                  // the first failure: every worker stops
     bool error_on_write = false;
 };
 
@@ -203,9 +203,9 @@ Task<int> run(const Options& o, ringo::fs::AlignedBuffer& buffers, bool fixed, r
     if (o.verbose) {
         double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::fprintf(stderr, "copy: %llu bytes in %.3f s (%.1f MiB/s), %u x %zu bytes in flight%s%s%s\n",
-                     static_cast<unsigned long long>(c.copied), s, s > 0 ? c.copied / s / (1 << 20) : 0.0, o.depth,
-                     o.block, fixed ? ", registered buffers" : "", o.direct ? ", O_DIRECT" : "",
-                     c.sparse ? ", sparse" : "");
+                     static_cast<unsigned long long>(c.copied), s,
+                     s > 0 ? static_cast<double>(c.copied) / s / (1 << 20) : 0.0, o.depth, o.block,
+                     fixed ? ", registered buffers" : "", o.direct ? ", O_DIRECT" : "", c.sparse ? ", sparse" : "");
     }
     co_return 0;
 }

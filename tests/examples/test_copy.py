@@ -99,6 +99,7 @@ def test_sizes(tmp):
     r = run([src, os.path.join(tmp, "verbose"), "--verbose"])
     check(r.returncode == 0 and r.stdout == "" and "4095 bytes in" in r.stderr,
           f"--verbose: '4095 bytes in ...' on stderr only (got {r.stdout!r}, {r.stderr!r})")
+    check("registered buffers" in r.stderr, "--verbose: the copy went through registered buffers")
 
 
 def test_sparse(tmp):
