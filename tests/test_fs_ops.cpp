@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -127,6 +129,22 @@ TEST(FsCopy, PreservesTheSourceModeAndReplacesTheTarget) {
         ASSERT_EQ(::chmod(dst.c_str(), 0600), 0);
     }
     ::umask(old);
+}
+
+// A destination that is not a regular file (a character device like /dev/null) takes the bytes
+// and keeps its own mode: copy() once gave it the source's, so copying a 0600 file to /dev/null
+// as root left /dev/null unusable by everyone else. The device is made here (root only).
+TEST(FsCopy, LeavesTheModeOfADeviceAlone) {
+    ringo_test::TempDir dir;
+    std::string src = dir.file("src"), dev = dir.file("null");
+    spit(src, "private");
+    ASSERT_EQ(::chmod(src.c_str(), 0600), 0);
+    if (::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)
+        GTEST_SKIP() << "mknod: " << std::strerror(errno) << " (needs root)";
+    ASSERT_EQ(::chmod(dev.c_str(), 0666), 0);
+    Result<std::uint64_t> r = run([&]() -> Task<Result<std::uint64_t>> { co_return co_await fs::copy(src, dev); });
+    EXPECT_EQ(r.value_or(0), 7u) << r.message();
+    EXPECT_EQ(mode_of(dev), 0666u) << std::oct << mode_of(dev);
 }
 
 // A FIFO delivers what its writer wrote, piece by piece: every read is short, and copy fills

@@ -170,13 +170,14 @@ inline Task<Result<void>> copy_chunks(CopyState& st, std::byte* buf) {
 } // namespace detail
 
 /// Copies the contents of file `from` to `to` (created, or emptied) and gives `to` the
-/// permission bits of `from` (one fchmod(2): open's mode is masked by the umask): the number
-/// of bytes copied. Reads and writes go `depth` chunks at a time (4 x 128 KiB by default),
-/// each branch reading then writing its own chunk. Errors: those of opening either file,
-/// EISDIR when `from` is a directory, EINVAL when both name the same file, the first read or
-/// write error (ENOSPC on a full file system); `to` then holds what was written before.
-/// Cancelled, it stops every branch, closes both files and yields ECANCELED. Allocates the
-/// branches' buffers (depth x chunk bytes) and their frames.
+/// permission bits of `from` when `to` is a regular file (one fchmod(2): open's mode is
+/// masked by the umask; a device such as /dev/null keeps its own): the number of bytes
+/// copied. Reads and writes go `depth` chunks at a time (4 x 128 KiB by default), each branch
+/// reading then writing its own chunk. Errors: those of opening either file, EISDIR when
+/// `from` is a directory, EINVAL when both name the same file, the first read or write error
+/// (ENOSPC on a full file system); `to` then holds what was written before. Cancelled, it
+/// stops every branch, closes both files and yields ECANCELED. Allocates the branches'
+/// buffers (depth x chunk bytes) and their frames.
 inline Task<Result<std::uint64_t>> copy(PathRef from, PathRef to, CopyOptions o = {}) {
     if (o.chunk == 0 || o.depth == 0)
         co_return std::make_error_code(std::errc::invalid_argument);
@@ -195,7 +196,12 @@ inline Task<Result<std::uint64_t>> copy(PathRef from, PathRef to, CopyOptions o 
     Result<File> dst = co_await File::open(to, {.write = true, .create = true, .truncate = true}, sm->permissions());
     if (!dst)
         co_return dst.error();
-    if (::fchmod(dst->get(), sm->permissions()) != 0)
+    dm = co_await dst->metadata();
+    if (!dm)
+        co_return dm.error();
+    // Only a regular file takes the source's mode: a device or FIFO (copying to /dev/null, say)
+    // keeps its own.
+    if (dm->is_file() && ::fchmod(dst->get(), sm->permissions()) != 0)
         co_return errno_code(-errno);
 
     std::unique_ptr<std::byte[]> bufs(new std::byte[o.chunk * o.depth]);
