@@ -372,9 +372,9 @@ def test_half_close(tmp):
 class PyServer:
     """A Python upstream running `handler(conn)` for each connection on its own thread."""
 
-    def __init__(self, handler, backlog=1024):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
+    def __init__(self, handler, backlog=1024, family=socket.AF_INET, host="127.0.0.1"):
+        self.sock = socket.socket(family)
+        self.sock.bind((host, 0))
         self.sock.listen(backlog)
         self.port = self.sock.getsockname()[1]
         self.handler = handler
@@ -516,6 +516,25 @@ def test_unreachable_upstream(tmp):
         full.close()
 
 
+def test_ipv6_upstream(tmp):
+    """An upstream given as a bracketed IPv6 address ([::1]:PORT), if this host has IPv6."""
+    try:
+        srv = PyServer(echo, family=socket.AF_INET6, host="::1")
+    except OSError as e:
+        print(f"skipped: no IPv6 loopback ({e})")
+        return
+    proxy = Proxy(f"[::1]:{srv.port}")
+    try:
+        r = client(["nc", "-N", "127.0.0.1", str(proxy.port)], b"over IPv6\n", 10)
+        check(r.stdout == b"over IPv6\n", f"[::1] upstream: nc's line comes back (got {r.stdout!r})")
+        proxy.check_no_leak("IPv6 upstream")
+        rc, summary = proxy.stop(signal.SIGINT)
+        expect_summary(summary, connections=1, client_to_upstream=10, upstream_to_client=10, upstream_failures=0)
+    finally:
+        proxy.kill()
+        srv.close()
+
+
 def test_bad_arguments(tmp):
     r = subprocess.run([PROXY], capture_output=True, timeout=10)
     check(r.returncode == 2 and b"usage" in r.stderr, f"no arguments: status 2 and the usage (got {r.returncode})")
@@ -533,7 +552,8 @@ def test_bad_arguments(tmp):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        return run_all((test_bad_arguments, test_half_close, test_resets, test_unreachable_upstream, test_echo), tmp)
+        return run_all((test_bad_arguments, test_half_close, test_resets, test_unreachable_upstream,
+                        test_ipv6_upstream, test_echo), tmp)
 
 
 if __name__ == "__main__":
