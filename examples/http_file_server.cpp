@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -100,30 +101,47 @@ struct Server {
 // The Date header's value, formatted once a second per thread.
 std::string_view http_date() {
     thread_local char text[64];
+    thread_local std::size_t len = 0;
     thread_local std::time_t last = -1;
     std::time_t now = std::time(nullptr);
     if (now != last) {
         std::tm tm{};
         ::gmtime_r(&now, &tm);
-        std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        len = std::strftime(text, sizeof text, "%a, %d %b %Y %H:%M:%S GMT", &tm);
         last = now;
     }
-    return text;
+    return {text, len};
 }
 
-// Writes an answer's head into `out`; returns its length.
+// Appends `s` at `p`; returns the end.
+char* put(char* p, std::string_view s) noexcept {
+    std::memcpy(p, s.data(), s.size());
+    return p + s.size();
+}
+
+// Writes an answer's head into `out` (answer_head_cap bytes: the longest head is far
+// shorter); returns its length. Plain copies, no printf: this runs once per request.
 std::size_t format_head(char* out, int status, std::string_view type, std::uint64_t length, bool keep_alive, int minor,
                         bool allow = false) {
-    std::string_view date = http_date();
-    int n = std::snprintf(out, answer_head_cap,
-                          "HTTP/1.1 %d %.*s\r\nServer: ringo\r\nDate: %.*s\r\nContent-Type: %.*s\r\n"
-                          "Content-Length: %llu\r\n%s%s\r\n",
-                          status, static_cast<int>(http::reason(status).size()), http::reason(status).data(),
-                          static_cast<int>(date.size()), date.data(), static_cast<int>(type.size()), type.data(),
-                          static_cast<unsigned long long>(length),
-                          keep_alive ? (minor == 0 ? "Connection: keep-alive\r\n" : "") : "Connection: close\r\n",
-                          allow ? "Allow: GET, HEAD\r\n" : "");
-    return n > 0 ? static_cast<std::size_t>(n) : 0;
+    char* p = put(out, "HTTP/1.1 ");
+    p = std::to_chars(p, p + 3, status).ptr;
+    *p++ = ' ';
+    p = put(p, http::reason(status));
+    p = put(p, "\r\nServer: ringo\r\nDate: ");
+    p = put(p, http_date());
+    p = put(p, "\r\nContent-Type: ");
+    p = put(p, type);
+    p = put(p, "\r\nContent-Length: ");
+    p = std::to_chars(p, p + 20, length).ptr;
+    p = put(p, "\r\n");
+    if (!keep_alive)
+        p = put(p, "Connection: close\r\n");
+    else if (minor == 0)
+        p = put(p, "Connection: keep-alive\r\n");
+    if (allow)
+        p = put(p, "Allow: GET, HEAD\r\n");
+    p = put(p, "\r\n");
+    return static_cast<std::size_t>(p - out);
 }
 
 // One connection's buffers: the request bytes received, and the answer (head, and the body
@@ -131,6 +149,8 @@ std::size_t format_head(char* out, int status, std::string_view type, std::uint6
 struct Buffers {
     char in[head_cap];
     char out[answer_head_cap + small_file];
+    char path[1024]; // the decoded target (here, not in answer()'s frame: frames up to 1 KiB
+                     // come from ringo's frame pool, larger ones from the heap)
 };
 
 // A pipe for splicing large files, made at the first one a connection sends.
@@ -186,45 +206,50 @@ ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, s
     co_return true;
 }
 
-// Answers one well-formed request. False: the connection is to close (a send failed, or an
-// answer could not be completed).
-ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Request& req, bool keep_alive, Buffers& b,
-                         SplicePipe& pipe) {
-    bool head_only = req.method == http::Method::head;
-    if (req.method == http::Method::other)
-        co_return co_await send_error(s, b, 405, keep_alive, req.minor, false);
-    if (!srv.inline_path.empty() && req.target == srv.inline_path) {
-        std::size_t n = format_head(b.out, 200, "text/plain", srv.inline_body.size(), keep_alive, req.minor);
-        if (!head_only) {
-            std::memcpy(b.out + n, srv.inline_body.data(), srv.inline_body.size());
-            n += srv.inline_body.size();
-        }
-        auto w = co_await s.write_all(b.out, n);
-        co_return static_cast<bool>(w);
-    }
-    char path[1024];
-    if (http::decode_path(req.target, path, sizeof path) < 0)
-        co_return co_await send_error(s, b, 400, keep_alive, req.minor, head_only);
-
-    // Beneath the served folder only: "..", absolute symbolic links and links that leave it
-    // are refused by the kernel (EXDEV), as are /proc's magic links.
+// Opens the file a decoded path names, beneath the served folder only (".."; absolute
+// symbolic links and links that leave the folder are refused by the kernel with EXDEV, as are
+// /proc's magic links), and finds its size. Yields 200 with `file` and `size` set, or the
+// status to answer. (A function of its own: its statx buffer then stays out of answer()'s
+// frame, which ringo's frame pool serves while it is at most 1 KiB.)
+ringo::Task<int> open_file(const Server& srv, const char* path, ringo::fs::File& file, std::uint64_t& size) {
+    // O_NONBLOCK: a FIFO in the folder must not block the open in an io-wq worker until a
+    // writer comes. Reads of regular files are the same with it (they wait for the disk).
     open_how how{};
     how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     int fd = co_await ringo::op::openat2(srv.root, path, &how);
-    if (fd < 0) {
-        int status = fd == -EACCES || fd == -EPERM ? 403 : fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM ? 503 : 404;
-        co_return co_await send_error(s, b, status, keep_alive, req.minor, head_only);
-    }
-    ringo::fs::File file{ringo::Fd(fd)};
+    if (fd < 0)
+        co_return fd == -EACCES || fd == -EPERM ? 403 : fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM ? 503 : 404;
+    file = ringo::fs::File{ringo::Fd(fd)};
     auto md = co_await file.metadata();
     if (!md)
-        co_return co_await send_error(s, b, 500, keep_alive, req.minor, head_only);
+        co_return 500;
     if (!md->is_file()) // a folder without index.html, a device, a FIFO
-        co_return co_await send_error(s, b, md->is_dir() ? 404 : 403, keep_alive, req.minor, head_only);
+        co_return md->is_dir() ? 404 : 403;
+    size = md->size;
+    co_return 200;
+}
 
-    std::uint64_t size = md->size;
-    std::size_t n = format_head(b.out, 200, http::content_type(path), size, keep_alive, req.minor);
+// Answers one well-formed request for a file. False: the connection is to close (a send
+// failed, or an answer could not be completed).
+ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Request& req, bool keep_alive, Buffers& b,
+                         SplicePipe& pipe) {
+    bool head_only = req.method == http::Method::head;
+    int status = 200;
+    ringo::fs::File file;
+    std::uint64_t size = 0;
+    if (req.method == http::Method::other) {
+        status = 405;
+        head_only = false;
+    } else if (http::decode_path(req.target, b.path, sizeof b.path) < 0) {
+        status = 400;
+    } else {
+        status = co_await open_file(srv, b.path, file, size);
+    }
+    if (status != 200)
+        co_return co_await send_error(s, b, status, keep_alive, req.minor, head_only);
+
+    std::size_t n = format_head(b.out, 200, http::content_type(b.path), size, keep_alive, req.minor);
     if (head_only) {
         auto w = co_await s.write_all(b.out, n);
         co_return static_cast<bool>(w);
@@ -242,6 +267,16 @@ ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Requ
     if (!w)
         co_return false;
     co_return co_await splice_body(s, file, size, pipe);
+}
+
+// The --inline answer, written into `b.out`; returns its length.
+std::size_t inline_answer(const Server& srv, const http::Request& req, bool keep_alive, Buffers& b) {
+    std::size_t n = format_head(b.out, 200, "text/plain", srv.inline_body.size(), keep_alive, req.minor);
+    if (req.method != http::Method::head) {
+        std::memcpy(b.out + n, srv.inline_body.data(), srv.inline_body.size());
+        n += srv.inline_body.size();
+    }
+    return n;
 }
 
 // After the last answer on a connection that may still have unread bytes (a request with a
@@ -297,7 +332,13 @@ ringo::Task<void> serve(ringo::net::TcpStream s, Server& srv) {
         // A request body is not read (no method here takes one): the connection closes after
         // the answer instead, as after a stop.
         bool keep_alive = req.keep_alive && req.content_length == 0 && !srv.connections.stopping();
-        bool ok = co_await answer(s, srv, req, keep_alive, *b, pipe);
+        bool ok;
+        if (req.method != http::Method::other && !srv.inline_path.empty() && req.target == srv.inline_path) {
+            auto w = co_await s.write_all(b->out, inline_answer(srv, req, keep_alive, *b));
+            ok = static_cast<bool>(w);
+        } else {
+            ok = co_await answer(s, srv, req, keep_alive, *b, pipe);
+        }
         if (!ok)
             break;
         if (!keep_alive) {
