@@ -405,8 +405,16 @@ def _micro_impls() -> list[Impl]:
     # `count` pending with_timeout waits that never fire: bytes, frames, kernel timeouts,
     # arm + disarm cost (the report's table for this panel; `ms` is count arm+disarm cycles).
     ringo["timeouts"] = f"<{RINGO_MICRO}> timeouts --count {{count}}"
+    # What the high-level layer costs over op:: on the same work: 4 KiB page-cache reads with
+    # op::read against fs::File::read_at, and an echo server's loop (1 KiB messages over
+    # loopback TCP, the client the same in both) with op::recv/op::send against net::TcpStream
+    # read/write_all.
+    ringo["layer-read"] = f"<{RINGO_MICRO}> layer-read --count {{count}} --api op"
+    ringo["layer-echo"] = f"<{RINGO_MICRO}> layer-echo --count {{count}} --api op"
     return [
         I("ringo", ringo),
+        I("ringo high-level", {"layer-read": f"<{RINGO_MICRO}> layer-read --count {{count}} --api file",
+                               "layer-echo": f"<{RINGO_MICRO}> layer-echo --count {{count}} --api stream"}),
         # The variadic when_all of 32 operations: the group lives in the frame, no vector.
         I("ringo variadic", {"when-all-nop": f"<{RINGO_MICRO}> when-all-nop-static --count {{count}}"},
           when=lambda p: p.get("batch") == 32),
@@ -487,10 +495,10 @@ TWO_THREAD_SUBS = {"xthread-channel", "pool-spawn"}
 # strace pass: how often each runtime enters the kernel per yield.
 STRACE_EVERY_ROW_PANELS = {"yield", "yield-root"}
 # Panels judged on user-space instructions as well: the callgrind pass's two operation counts.
-CALLGRIND_PANELS = {"nop": (20_000, 120_000)}
+CALLGRIND_PANELS = {"nop": (20_000, 120_000), "layer-read": (20_000, 120_000), "layer-echo": (10_000, 60_000)}
 
 
-def _micro_points(counts, pair_counts, messages, timeout_counts):
+def _micro_points(counts, pair_counts, messages, timeout_counts, layer_counts=(100_000,)):
     pts = []
     for sub in ("spawn", "yield", "yield-root", "channel", "nop", "xthread-channel", "pool-spawn"):
         pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in counts]
@@ -502,6 +510,8 @@ def _micro_points(counts, pair_counts, messages, timeout_counts):
     pts += [{"panel": "when-all-nop", "sub": "when-all-nop", "x": b, "batch": b, "count": WHEN_ALL_NOPS}
             for b in WHEN_ALL_BATCHES]
     pts += [{"panel": "timeouts", "sub": "timeouts", "x": c, "count": c} for c in timeout_counts]
+    for sub in ("layer-read", "layer-echo"):
+        pts += [{"panel": sub, "sub": sub, "x": c, "count": c} for c in layer_counts]
     return pts
 
 
@@ -522,6 +532,12 @@ def _micro_targets() -> list[Target]:
                panel="nop", on="cpu_us_per_op"),
         Target("ringo", "", 0, "every x", "pending with_timeout waits: at most 1 kernel timeout in flight",
                field="kernel_timeouts_in_flight", max_value=1.0, panel="timeouts"),
+        # The high-level layer costs nothing measurable: within 2 % of op:: in CPU time per
+        # operation (callgrind's user-space instructions beside it).
+        Target("ringo high-level", "ringo", 0.98, "every x", "fs::File::read_at within 2 % of op::read (CPU time)",
+               panel="layer-read", on="cpu_us_per_op"),
+        Target("ringo high-level", "ringo", 0.98, "every x", "an echo server written with net::TcpStream within 2 % "
+               "of the same server written with op:: (CPU time per message)", panel="layer-echo", on="cpu_us_per_op"),
     ]
 
 
@@ -651,7 +667,11 @@ FIGURES: list[Figure] = [
                                        "nop": "NOPs", "xthread-channel": "messages",
                                        "pool-spawn": "tasks (spawned round robin on 2 runtimes)",
                                        "when-all-nop": "NOPs per when_all / per raw submission (2^20 NOPs per run)",
-                                       "timeouts": "pending with_timeout waits"},
+                                       "timeouts": "pending with_timeout waits",
+                                       "layer-read": "4 KiB reads of a page-cached file, one at a time "
+                                                     "(op::read vs fs::File::read_at)",
+                                       "layer-echo": "1 KiB messages echoed over loopback TCP (the server's "
+                                                     "loop in op:: vs net::TcpStream)"},
         targets=_micro_targets(),
         notes=["when-all-nop: ringo awaits when_all(std::vector<op::Nop>(N)) (and, at N = 32, the variadic "
                "when_all of 32 nop() calls), liburing submits N NOP SQEs with one io_uring_submit_and_wait(N); "
@@ -659,12 +679,14 @@ FIGURES: list[Figure] = [
                "timeouts: `count` with_timeout(recv, 1 h) waits, each in its own task, that never fire; "
                "the table under the panel gives heap bytes per pending wait, kernel timeout SQEs and the "
                "cost of arming and disarming one; `ms` is `count` arm + disarm cycles with them pending.",
-               "spawn at 1 000 000 tasks: ringo carves task frames from 2 MiB chunks marked for transparent "
-               "huge pages (about 4 500 page faults per million tasks, against Monoio's 19 500). On the "
-               "reference VM those faults are either fast or slow for a whole run, so ringo's runs at this "
-               "count are bimodal (about 90 ms or about 290 ms when measured alone; the min and max show "
-               "which). Not compaction (compact_stall stays 0); most likely the host backing the memory "
-               "again. Without the hint ringo takes 35 000 faults and 130-175 ms."]),
+               "spawn at 1 000 000 tasks: ringo carves task frames from its own chunks (64 KiB, 256 KiB, then "
+               "2 MiB). Where a virtio balloon with free page reporting is bound (the reference VM), the host "
+               "takes back free guest memory and a fresh transparent huge page came ~4 ns a byte, 5-10x slower "
+               "than 4 KiB pages: there the 2 MiB chunks use 4 KiB pages populated 256 KiB at a time "
+               "(MADV_POPULATE_WRITE); elsewhere huge pages, timed, with the same fallback.",
+               "layer-read and layer-echo: the same program and the same work, the ringo row through op::, "
+               "the ringo high-level row through fs::File / net::TcpStream; the table under each panel gives "
+               "user-space instructions per operation (callgrind) beside wall and CPU time."]),
 ]
 
 FIGURE_NAMES = [f.name for f in FIGURES]
