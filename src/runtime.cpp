@@ -19,6 +19,26 @@ namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
 
+namespace {
+// A coroutine that runs to its final suspend point at once and stays there.
+struct Finished {
+    struct promise_type {
+        Finished get_return_object() noexcept { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept {}
+    };
+    std::coroutine_handle<promise_type> h;
+};
+Finished make_finished() { co_return; }
+} // namespace
+
+std::coroutine_handle<> finished_coroutine() {
+    static const std::coroutine_handle<> h = make_finished().h; // lives as long as the process
+    return h;
+}
+
 void ExceptionSink::report(const std::exception_ptr& e) noexcept {
     reported.fetch_add(1, std::memory_order_relaxed);
     if (handler) {
@@ -172,7 +192,8 @@ RuntimeStats Runtime::stats() const noexcept {
     RuntimeStats s;
     s.sqes_submitted = ring_.sqes_submitted();
     s.enters = ring_.enters();
-    s.cqes = cqes_;
+    s.cqes = cqes_ + completed_alone_;
+    s.completed_alone = completed_alone_;
     s.resumptions = resumptions_ + ready_.popped_in_turn(); // and those of a turn under way
     s.tasks_spawned = tasks_spawned_;
     s.detached_exceptions = exc_sink_->reported.load(std::memory_order_relaxed);
@@ -322,6 +343,19 @@ void Runtime::handle_submit_error(int r) {
     }
 }
 
+bool Runtime::reap_alone(detail::OpState* op) {
+    ++in_flight_; // what route books for every awaited operation's CQE
+    bool mine = false;
+    cqes_ += ring_.reap([&](std::uint64_t ud, int res, std::uint32_t fl) {
+        route(ud, res, fl, ResumeUnlessSelf{this, op->h, &mine});
+    });
+    if (mine) { // counted as taken alone, not as a CQE the loop reaped
+        --cqes_;
+        ++completed_alone_;
+    }
+    return mine;
+}
+
 void Runtime::run_ready() {
     // A turn resumes at most flush_interval_ tasks from the queue (yield_to_next's hand-offs
     // included), then the loop flushes I/O; its resumptions are counted once, at its end.
@@ -342,10 +376,12 @@ void Runtime::run(std::coroutine_handle<> root) {
         Runtime* prev;
         ~Guard() {
             self->running_ = false;
+            self->root_ = detail::finished_coroutine();
             detail::t_current = prev;
         }
     } guard{this, detail::t_current};
     running_ = true;
+    root_ = root;
     detail::t_current = this;
 
     ready_.push(root);

@@ -30,6 +30,8 @@ namespace detail {
 struct RuntimeAccess;
 
 extern constinit thread_local Runtime* t_current;
+/// A coroutine that has ended (done() is true); it lives as long as the process.
+std::coroutine_handle<> finished_coroutine();
 
 /// A runtime's reference to its ExceptionSink (created with the runtime, released with it).
 class ExceptionSinkRef {
@@ -69,6 +71,9 @@ struct RuntimeStats {
     std::uint64_t enters = 0;         ///< io_uring_enter system calls
     std::uint64_t cqes = 0;           ///< CQEs reaped
     std::uint64_t resumptions = 0;    ///< coroutine resumptions by the loop and by CQEs
+    /// Operations whose task, being all the work there was, waited for the CQE itself and went
+    /// on without suspending (no resumption); their CQEs count in `cqes`.
+    std::uint64_t completed_alone = 0;
     std::uint64_t tasks_spawned = 0;
     std::uint64_t detached_exceptions = 0;
     /// Times the kernel pushed back: completions held in its CQ overflow list (the CQ was
@@ -129,7 +134,7 @@ public:
         while (ring_.sq_space() < n)
             [[unlikely]] make_sq_room();
     }
-    /// Book-keeping for an awaited operation whose SQE was just prepared.
+    /// Book-keeping for an awaited operation whose SQE was just prepared (see start_op).
     void op_started() noexcept { ++in_flight_; }
     /// Book-keeping for an operation completed through a detail::Completion.
     void op_finished() noexcept { --in_flight_; }
@@ -311,6 +316,59 @@ private:
         }
         void queue(std::coroutine_handle<> h) const { rt->ready_.push(h); }
     };
+    /// The task that waited alone (start_op): every coroutine is queued in the order of its
+    /// CQE, as while making room in the SQ, except that task's own when its CQE comes first
+    /// (nothing queued before it): that is noted, and the task goes on at once, as the loop
+    /// would have resumed it first. So CQE order stays resumption order (when_any's first
+    /// finisher is the first CQE's).
+    struct ResumeUnlessSelf {
+        Runtime* rt;
+        std::coroutine_handle<> self;
+        bool* mine;
+        void operator()(std::coroutine_handle<> h) const {
+            if (h == self && rt->ready_.empty())
+                *mine = true;
+            else
+                rt->ready_.push(h);
+        }
+        void queue(std::coroutine_handle<> h) const { rt->ready_.push(h); }
+    };
+    /// Starts the awaited operation `op`, whose SQE its coroutine has just prepared: true
+    /// when the coroutine is to suspend until the CQE, false when the operation has already
+    /// completed (its result set). The second happens when the coroutine is all the work this
+    /// runtime has: nothing is ready, no timer is armed, no completion waits in the CQ, and
+    /// the loop's root task has not ended. The loop's next move would be to submit and wait;
+    /// the coroutine makes it here instead, and goes on without suspending if its own
+    /// operation is what completed: no suspend, resume or loop turn per operation of a task
+    /// that runs alone (one connection, one copy). Whatever else completed meanwhile is
+    /// queued for the loop, as while making room in the SQ (never resumed inside this call).
+    /// A failed submission is left to the loop, which submits again and reports it.
+    [[gnu::always_inline]] bool start_op(detail::OpState* op) {
+        if (!ready_.empty() || !timers_.empty() || root_.done()) [[unlikely]]
+            return start_op_and_suspend();
+        const unsigned head = ring_.cq_head();
+        if (ring_.cq_tail() != head) [[unlikely]] // completions wait: the loop resumes them, then submits all at once
+            return start_op_and_suspend();
+        if (ring_.submit(1, true) < 0) [[unlikely]]
+            return start_op_and_suspend(); // the loop submits again and reports the error
+        loop_now_ = 0;                     // a new turn: loop_now_ns() reads the clock again
+        // Nobody else reaps this CQ meanwhile: `head` is still its head.
+        const io_uring_cqe* cqe = ring_.cqe_at(head);
+        if (ring_.cq_tail() - head != 1 || cqe->user_data != reinterpret_cast<std::uint64_t>(op)) [[unlikely]]
+            return !reap_alone(op);
+        op->res = cqe->res;
+        op->cqe_flags = cqe->flags;
+        ring_.pop_cqe(head);
+        ++completed_alone_;
+        return false;
+    }
+    bool start_op_and_suspend() noexcept {
+        ++in_flight_;
+        return true;
+    }
+    /// start_op's wait brought other CQEs too (or none): routes them all (ResumeUnlessSelf);
+    /// true if `op` completed first and its coroutine goes on at once.
+    [[gnu::noinline]] bool reap_alone(detail::OpState* op);
     /// Elsewhere (making room in a full SQ, shutdown): everything is queued, or dropped while
     /// the runtime is being destroyed.
     struct QueueOnly {
@@ -355,12 +413,16 @@ private:
     unsigned flush_interval_;
     std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
+    // The task run() drives; outside run(), a coroutine that has ended (start_op then
+    // never waits in the kernel).
+    std::coroutine_handle<> root_ = detail::finished_coroutine();
     bool discard_ = false;
     bool unawaited_queued_ = false; // unawaited_sqe was used: block_on submits before it returns
     bool wants_events_;             // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
     std::thread::id owner_thread_;
     std::uint64_t resumptions_ = 0;
     std::uint64_t cqes_ = 0;
+    std::uint64_t completed_alone_ = 0; // CQEs start_op took itself (also counted in stats().cqes)
     std::uint64_t tasks_spawned_ = 0;
     detail::ExceptionSinkRef exc_sink_;
     std::uint64_t backpressure_ = 0;
@@ -402,6 +464,7 @@ struct RuntimeAccess {
     static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
     static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept { return rt.queue_behind_ready(h); }
     static std::coroutine_handle<> yield_to_next(Runtime& rt, std::coroutine_handle<> h) { return rt.yield_to_next(h); }
+    [[gnu::always_inline]] static bool start_op(Runtime& rt, OpState* op) { return rt.start_op(op); }
     static void set_pool_link(Runtime& rt, PoolLink* l) noexcept { rt.set_pool_link(l); }
     static PoolLink* pool_link(const Runtime& rt) noexcept { return rt.pool_link(); }
     static void note_drain_used(Runtime& rt) noexcept { rt.note_drain_used(); }

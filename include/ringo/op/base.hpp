@@ -163,11 +163,10 @@ public:
         this->apply_sqe_flags(sqe);
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
         this->h = h;
-        rt->op_started();
         ctx_ = ctx;
         if constexpr (!detail::ReleaseOperation<Derived>)
             ctx->waiting = this; // what cancelling the task interrupts
-        return true;
+        return detail::RuntimeAccess::start_op(*rt, this);
     }
     int await_resume() noexcept {
         if constexpr (!detail::ReleaseOperation<Derived>)

@@ -89,8 +89,9 @@ public:
     /// Publishes pending SQEs and enters the kernel when needed: to submit, to wait for
     /// `wait_nr` completions, or to run deferred task work when `get_events`.
     /// Returns the number of SQEs the kernel consumed, or -errno (EBUSY/EAGAIN mean the
-    /// CQ is full: reap and retry; EINTR when a wait was interrupted).
-    int submit(unsigned wait_nr, bool get_events) noexcept {
+    /// CQ is full: reap and retry; EINTR when a wait was interrupted). Always inlined: the
+    /// run loop's and a lone task's wait (Runtime::wait_alone), where a call costs a frame.
+    [[gnu::always_inline]] int submit(unsigned wait_nr, bool get_events) noexcept {
         unsigned tail = ring_.sq.sqe_tail;
         unsigned to_submit = tail - ring_.sq.sqe_head;
         if (sqpoll_) [[unlikely]]
@@ -149,6 +150,15 @@ public:
     [[nodiscard]] bool cq_ready() const noexcept {
         return __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE) != *ring_.cq.khead;
     }
+    /// The CQ's head and tail indexes (the CQEs in between wait to be reaped), and the CQE at
+    /// an index.
+    [[nodiscard]] unsigned cq_head() const noexcept { return *ring_.cq.khead; }
+    [[nodiscard]] unsigned cq_tail() const noexcept { return __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE); }
+    [[nodiscard]] const io_uring_cqe* cqe_at(unsigned index) const noexcept {
+        return &ring_.cq.cqes[(index & ring_.cq.ring_mask) << cqe_shift_];
+    }
+    /// Consumes the CQE at the head of the CQ, whose index is `head` (cq_head()).
+    void pop_cqe(unsigned head) noexcept { __atomic_store_n(ring_.cq.khead, head + 1, __ATOMIC_RELEASE); }
 
     [[nodiscard]] int fd() const noexcept { return ring_.ring_fd; }
     /// The IORING_SETUP_* flags in force after degradation.
