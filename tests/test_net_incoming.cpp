@@ -90,8 +90,9 @@ Task<void> many_in_order(Listener& l, int count) {
     EXPECT_TRUE(in.armed());
     EXPECT_GE(in.arms(), 1u);
     EXPECT_LE(in.arms(), 1u + count / 16); // re-armed only after pauses (64 queued)
-    if (count >= 2 * 64)                   // all were waiting when it was armed: it paused at 64 queued, and went on
+    if (count >= 2 * 64) {                 // all were waiting when it was armed: it paused at 64 queued, and went on
         EXPECT_GE(in.arms(), 2u);
+    }
     EXPECT_EQ(in.queued(), 0u);
     close_all(clients);
 }
