@@ -343,19 +343,6 @@ void Runtime::handle_submit_error(int r) {
     }
 }
 
-bool Runtime::reap_alone(detail::OpState* op) {
-    ++in_flight_; // what route books for every awaited operation's CQE
-    bool mine = false;
-    cqes_ += ring_.reap([&](std::uint64_t ud, int res, std::uint32_t fl) {
-        route(ud, res, fl, ResumeUnlessSelf{this, op->h, &mine});
-    });
-    if (mine) { // counted as taken alone, not as a CQE the loop reaped
-        --cqes_;
-        ++completed_alone_;
-    }
-    return mine;
-}
-
 void Runtime::run_ready() {
     // A turn resumes at most flush_interval_ tasks from the queue (yield_to_next's hand-offs
     // included), then the loop flushes I/O; its resumptions are counted once, at its end.

@@ -152,6 +152,34 @@ TEST(Runtime, TasksAwaitingTogetherResumeInTheOrderOfTheirCompletions) {
     EXPECT_EQ(after.enters - before.enters, 50u); // both NOPs of a round in one enter
 }
 
+// A task whose runtime has another operation in flight (here a read of an empty pipe) does
+// not wait in the kernel itself: the other CQE could come first and the task would be queued
+// behind it anyway. It suspends, and the loop makes the one enter per NOP.
+TEST(Runtime, ATaskDoesNotWaitAloneWhileAnotherOperationIsInFlight) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    Runtime rt;
+    auto before = rt.stats();
+    char got = rt.block_on([](int rfd, int wfd) -> Task<char> {
+        auto reader = ringo::spawn([](int f) -> Task<char> {
+            char c = 0;
+            int r = co_await ringo::op::read(f, &c, 1, ringo::op::current_pos);
+            co_return r == 1 ? c : '?';
+        }(rfd));
+        co_await ringo::yield(); // the reader starts its read
+        for (int i = 0; i < 10; ++i)
+            EXPECT_EQ(co_await ringo::op::nop(), 0);
+        EXPECT_EQ(::write(wfd, "w", 1), 1);
+        co_return co_await reader;
+    }(p[0], p[1]));
+    auto after = rt.stats();
+    EXPECT_EQ(got, 'w');
+    EXPECT_EQ(after.completed_alone - before.completed_alone, 0u);
+    EXPECT_EQ(after.ops_in_flight, 0u);
+    ::close(p[0]);
+    ::close(p[1]);
+}
+
 // Writes `c` into `fd` after 3 s unless stopped first: ends a wait that should not have
 // happened (the test then fails on its elapsed time), so a broken runtime fails instead of
 // hanging.

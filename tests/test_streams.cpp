@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -987,6 +988,12 @@ Task<Counts> stream_allocations(Runtime& rt) {
         }
         {
             auto iv = ringo::interval(1ms);
+            // A dropped interval's cancel can miss its timer between two shots; the node then
+            // stays out until the next shot, into the next round: the warm-up rounds leave a
+            // spare node in the pool for that.
+            std::optional<ringo::Interval> spare;
+            if (round < 2)
+                spare.emplace(ringo::interval(1ms));
             std::int64_t n = co_await iv.tick();
             EXPECT_GE(n, 1);
         }

@@ -316,46 +316,31 @@ private:
         }
         void queue(std::coroutine_handle<> h) const { rt->ready_.push(h); }
     };
-    /// The task that waited alone (start_op): every coroutine is queued in the order of its
-    /// CQE, as while making room in the SQ, except that task's own when its CQE comes first
-    /// (nothing queued before it): that is noted, and the task goes on at once, as the loop
-    /// would have resumed it first. So CQE order stays resumption order (when_any's first
-    /// finisher is the first CQE's).
-    struct ResumeUnlessSelf {
-        Runtime* rt;
-        std::coroutine_handle<> self;
-        bool* mine;
-        void operator()(std::coroutine_handle<> h) const {
-            if (h == self && rt->ready_.empty())
-                *mine = true;
-            else
-                rt->ready_.push(h);
-        }
-        void queue(std::coroutine_handle<> h) const { rt->ready_.push(h); }
-    };
     /// Starts the awaited operation `op`, whose SQE its coroutine has just prepared: true
     /// when the coroutine is to suspend until the CQE, false when the operation has already
     /// completed (its result set). The second happens when the coroutine is all the work this
-    /// runtime has: nothing is ready, no timer is armed, no completion waits in the CQ, and
-    /// the loop's root task has not ended. The loop's next move would be to submit and wait;
-    /// the coroutine makes it here instead, and goes on without suspending if its own
-    /// operation is what completed: no suspend, resume or loop turn per operation of a task
-    /// that runs alone (one connection, one copy). Whatever else completed meanwhile is
-    /// queued for the loop, as while making room in the SQ (never resumed inside this call).
-    /// A failed submission is left to the loop, which submits again and reports it.
+    /// runtime has: nothing is ready, no other operation is in flight (else its CQE would
+    /// likely come too, and the task queue behind it anyway: two tasks in ping-pong), no timer
+    /// is armed, and the loop's root task has not ended. The loop's next move would be to
+    /// submit and wait; the coroutine makes it here instead, and goes on without suspending
+    /// if its own operation is the only one that completed: no suspend, resume or loop turn
+    /// per operation of a task that runs alone (one connection, one copy). When other CQEs
+    /// came too (or none), the coroutine suspends and leaves the CQ as it is to the loop,
+    /// which resumes everything in CQE order. A failed submission is left to the loop, which
+    /// submits again and reports it.
     [[gnu::always_inline]] bool start_op(detail::OpState* op) {
-        if (!ready_.empty() || !timers_.empty() || root_.done()) [[unlikely]]
+        if (in_flight_ != 0 || !ready_.empty() || !timers_.empty() || root_.done()) [[unlikely]]
             return start_op_and_suspend();
+        // Completions already waiting in the CQ (a cross-thread wake-up, a stream's shot) end
+        // the wait at once and are found below: no check for them here.
         const unsigned head = ring_.cq_head();
-        if (ring_.cq_tail() != head) [[unlikely]] // completions wait: the loop resumes them, then submits all at once
-            return start_op_and_suspend();
         if (ring_.submit(1, true) < 0) [[unlikely]]
             return start_op_and_suspend(); // the loop submits again and reports the error
         loop_now_ = 0;                     // a new turn: loop_now_ns() reads the clock again
         // Nobody else reaps this CQ meanwhile: `head` is still its head.
         const io_uring_cqe* cqe = ring_.cqe_at(head);
         if (ring_.cq_tail() - head != 1 || cqe->user_data != reinterpret_cast<std::uint64_t>(op)) [[unlikely]]
-            return !reap_alone(op);
+            return start_op_and_suspend(); // the loop routes the CQEs, this one among them
         op->res = cqe->res;
         op->cqe_flags = cqe->flags;
         ring_.pop_cqe(head);
@@ -366,9 +351,6 @@ private:
         ++in_flight_;
         return true;
     }
-    /// start_op's wait brought other CQEs too (or none): routes them all (ResumeUnlessSelf);
-    /// true if `op` completed first and its coroutine goes on at once.
-    [[gnu::noinline]] bool reap_alone(detail::OpState* op);
     /// Elsewhere (making room in a full SQ, shutdown): everything is queued, or dropped while
     /// the runtime is being destroyed.
     struct QueueOnly {

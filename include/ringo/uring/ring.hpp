@@ -90,7 +90,7 @@ public:
     /// `wait_nr` completions, or to run deferred task work when `get_events`.
     /// Returns the number of SQEs the kernel consumed, or -errno (EBUSY/EAGAIN mean the
     /// CQ is full: reap and retry; EINTR when a wait was interrupted). Always inlined: the
-    /// run loop's and a lone task's wait (Runtime::wait_alone), where a call costs a frame.
+    /// run loop's and a lone task's wait (Runtime::start_op), where a call costs a frame.
     [[gnu::always_inline]] int submit(unsigned wait_nr, bool get_events) noexcept {
         unsigned tail = ring_.sq.sqe_tail;
         unsigned to_submit = tail - ring_.sq.sqe_head;
@@ -147,9 +147,7 @@ public:
     [[nodiscard]] bool cq_overflowed() const noexcept {
         return (__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & compat::sq_cq_overflow) != 0;
     }
-    [[nodiscard]] bool cq_ready() const noexcept {
-        return __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE) != *ring_.cq.khead;
-    }
+    [[nodiscard]] bool cq_ready() const noexcept { return cq_tail() != cq_head(); }
     /// The CQ's head and tail indexes (the CQEs in between wait to be reaped), and the CQE at
     /// an index.
     [[nodiscard]] unsigned cq_head() const noexcept { return *ring_.cq.khead; }
