@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -152,12 +151,41 @@ TEST(Runtime, TasksAwaitingTogetherResumeInTheOrderOfTheirCompletions) {
     EXPECT_EQ(after.enters - before.enters, 50u); // both NOPs of a round in one enter
 }
 
+// The tests below await reads of an empty pipe. When one checks that a wait does not happen,
+// start_rescue(c) has a thread write `c` into the pipe after 3 s unless the test ends first:
+// a wait that should not have happened ends (the test then fails on its elapsed time) instead
+// of hanging.
+class RuntimeWithPipe : public ::testing::Test {
+protected:
+    void SetUp() override { ASSERT_EQ(::pipe2(p_, O_CLOEXEC), 0); }
+    void TearDown() override {
+        stop_ = true;
+        if (rescue_.joinable())
+            rescue_.join();
+        ::close(p_[0]);
+        ::close(p_[1]);
+    }
+    [[nodiscard]] int rfd() const noexcept { return p_[0]; }
+    [[nodiscard]] int wfd() const noexcept { return p_[1]; }
+    void start_rescue(char c) {
+        rescue_ = std::thread([this, c] {
+            for (int i = 0; i < 300 && !stop_; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            if (!stop_)
+                (void)::write(p_[1], &c, 1);
+        });
+    }
+
+private:
+    int p_[2] = {-1, -1};
+    std::atomic<bool> stop_{false};
+    std::thread rescue_;
+};
+
 // A task whose runtime has another operation in flight (here a read of an empty pipe) does
 // not wait in the kernel itself: the other CQE could come first and the task would be queued
 // behind it anyway. It suspends, and the loop makes the one enter per NOP.
-TEST(Runtime, ATaskDoesNotWaitAloneWhileAnotherOperationIsInFlight) {
-    int p[2];
-    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+TEST_F(RuntimeWithPipe, ATaskDoesNotWaitAloneWhileAnotherOperationIsInFlight) {
     Runtime rt;
     auto before = rt.stats();
     char got = rt.block_on([](int rfd, int wfd) -> Task<char> {
@@ -171,45 +199,19 @@ TEST(Runtime, ATaskDoesNotWaitAloneWhileAnotherOperationIsInFlight) {
             EXPECT_EQ(co_await ringo::op::nop(), 0);
         EXPECT_EQ(::write(wfd, "w", 1), 1);
         co_return co_await reader;
-    }(p[0], p[1]));
+    }(rfd(), wfd()));
     auto after = rt.stats();
     EXPECT_EQ(got, 'w');
     EXPECT_EQ(after.completed_alone - before.completed_alone, 0u);
     EXPECT_EQ(after.ops_in_flight, 0u);
-    ::close(p[0]);
-    ::close(p[1]);
 }
-
-// Writes `c` into `fd` after 3 s unless stopped first: ends a wait that should not have
-// happened (the test then fails on its elapsed time), so a broken runtime fails instead of
-// hanging.
-class Rescue {
-public:
-    Rescue(int fd, char c)
-        : t_([this, fd, c] {
-              for (int i = 0; i < 300 && !stop_; ++i)
-                  std::this_thread::sleep_for(std::chrono::milliseconds(10));
-              if (!stop_)
-                  (void)::write(fd, &c, 1);
-          }) {}
-    ~Rescue() {
-        stop_ = true;
-        t_.join();
-    }
-
-private:
-    std::atomic<bool> stop_{false};
-    std::thread t_;
-};
 
 // block_on returns once its task has ended, even if a task it left behind then awaits an
 // operation that would never complete: that task does not wait in the kernel alone.
-TEST(Runtime, AnOperationAwaitedAfterTheRootEndedDoesNotHoldUpBlockOn) {
-    int p[2];
-    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+TEST_F(RuntimeWithPipe, AnOperationAwaitedAfterTheRootEndedDoesNotHoldUpBlockOn) {
     Runtime rt;
+    start_rescue('x');
     auto t0 = std::chrono::steady_clock::now();
-    std::optional<Rescue> rescue(std::in_place, p[1], 'x');
     rt.block_on([](int fd) -> Task<void> {
         ringo::spawn([](int f) -> Task<void> {
             char c;
@@ -217,21 +219,15 @@ TEST(Runtime, AnOperationAwaitedAfterTheRootEndedDoesNotHoldUpBlockOn) {
         }(fd))
             .detach();
         co_return; // the spawned task runs after this, in the same turn
-    }(p[0]));
-    auto elapsed = std::chrono::steady_clock::now() - t0;
-    EXPECT_LT(elapsed, std::chrono::seconds(1));
-    rescue.reset();
-    ::close(p[0]);
-    ::close(p[1]);
+    }(rfd()));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
 }
 
 // A task awaiting I/O while another task's timer is armed goes through the loop, whose wait
 // ends at the deadline: the timer fires, and its task's write ends the first task's read.
-TEST(Runtime, AnArmedTimerStillFiresWhileATaskAwaitsIo) {
-    int p[2];
-    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+TEST_F(RuntimeWithPipe, AnArmedTimerStillFiresWhileATaskAwaitsIo) {
     Runtime rt;
-    std::optional<Rescue> rescue(std::in_place, p[1], 'r');
+    start_rescue('r');
     auto t0 = std::chrono::steady_clock::now();
     char got = rt.block_on([](int rfd, int wfd) -> Task<char> {
         auto writer = ringo::spawn([](int f) -> Task<void> {
@@ -243,20 +239,14 @@ TEST(Runtime, AnArmedTimerStillFiresWhileATaskAwaitsIo) {
         EXPECT_EQ(co_await ringo::op::read(rfd, &c, 1, ringo::op::current_pos), 1);
         co_await writer;
         co_return c;
-    }(p[0], p[1]));
-    auto elapsed = std::chrono::steady_clock::now() - t0;
+    }(rfd(), wfd()));
     EXPECT_EQ(got, 't');
-    EXPECT_LT(elapsed, std::chrono::seconds(1));
-    rescue.reset();
-    ::close(p[0]);
-    ::close(p[1]);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
 }
 
 // A task waiting alone in the kernel is still woken by other threads: a cancellation from
 // another thread interrupts its read.
-TEST(Runtime, ATaskWaitingAloneIsCancelledFromAnotherThread) {
-    int p[2];
-    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+TEST_F(RuntimeWithPipe, ATaskWaitingAloneIsCancelledFromAnotherThread) {
     Runtime rt;
     std::atomic<bool> waiting{false};
     int r = rt.block_on([](int fd, std::atomic<bool>& w) -> Task<int> {
@@ -274,10 +264,8 @@ TEST(Runtime, ATaskWaitingAloneIsCancelledFromAnotherThread) {
         int res = co_await h;
         canceller.join();
         co_return res;
-    }(p[0], waiting));
+    }(rfd(), waiting));
     EXPECT_EQ(r, -ECANCELED);
-    ::close(p[0]);
-    ::close(p[1]);
 }
 
 TEST(Runtime, ConcurrentOpsAreBatchedIntoOneEnter) {
