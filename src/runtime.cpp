@@ -382,7 +382,9 @@ void Runtime::run(std::coroutine_handle<> root) {
         }
         if (ready_.empty() && timers_.empty()) [[likely]] {
             // Nothing to run and no deadline: submit what was gathered and wait, in one
-            // enter (the common case of an I/O-bound loop).
+            // enter (the common case of an I/O-bound loop). When a task's own wait
+            // (start_op) brought other CQEs too, this enter returns at once: a wait that ends
+            // with a cross-thread wake-up, rare enough not to check for on every turn.
             submit_or_throw(1, true);
         } else {
             step_with_work_or_timers();

@@ -331,8 +331,9 @@ private:
     [[gnu::always_inline]] bool start_op(detail::OpState* op) {
         if (in_flight_ != 0 || !ready_.empty() || !timers_.empty() || root_.done()) [[unlikely]]
             return start_op_and_suspend();
-        // Completions already waiting in the CQ (a cross-thread wake-up, a stream's shot) end
-        // the wait at once and are found below: no check for them here.
+        // CQEs no in-flight operation accounts for (a cross-thread wake-up or message, the
+        // CQE of an unawaited close) may already wait in the CQ: they end the wait at once
+        // and are found below, so they need no check here.
         const unsigned head = ring_.cq_head();
         if (ring_.submit(1, true) < 0) [[unlikely]]
             return start_op_and_suspend(); // the loop submits again and reports the error

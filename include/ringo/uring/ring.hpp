@@ -147,7 +147,6 @@ public:
     [[nodiscard]] bool cq_overflowed() const noexcept {
         return (__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & compat::sq_cq_overflow) != 0;
     }
-    [[nodiscard]] bool cq_ready() const noexcept { return cq_tail() != cq_head(); }
     /// The CQ's head and tail indexes (the CQEs in between wait to be reaped), and the CQE at
     /// an index.
     [[nodiscard]] unsigned cq_head() const noexcept { return *ring_.cq.khead; }
