@@ -281,8 +281,9 @@ private:
     /// Where a CQE goes, decoded in this one place. An awaited operation (tag bits clear)
     /// gets its result and its coroutine goes to `resume` (inline from the loop, to the run
     /// queue elsewhere); a member of a group (tag_group_member) gets its result and the
-    /// group's waiter goes to `resume` after the last member; a Completion (tag_completion)
-    /// runs its fn.
+    /// group's waiter goes to `resume` after the last member; an operation that may go again
+    /// (tag_repeat) goes to `resume` once its `again` says it is done; a Completion
+    /// (tag_completion) runs its fn.
     template <class Resume>
     void route(std::uint64_t ud, int res, std::uint32_t flags, Resume&& resume) {
         const std::uint64_t tag = ud & detail::tag_mask;
@@ -293,6 +294,14 @@ private:
             --in_flight_;
             op->res = res;
             op->cqe_flags = flags;
+            resume(op->h);
+        } else if (tag == detail::tag_repeat) {
+            auto* op = static_cast<detail::RepeatOp*>(reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask));
+            op->res = res;
+            op->cqe_flags = flags;
+            if (op->again(op, *this)) // its next SQE is prepared: still in flight
+                return;
+            --in_flight_;
             resume(op->h);
         } else if (tag == detail::tag_group_member) {
             auto* op = reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask);
@@ -328,7 +337,9 @@ private:
     /// came too (or none), the coroutine suspends and leaves the CQ as it is to the loop,
     /// which resumes everything in CQE order. A failed submission is left to the loop, which
     /// submits again and reports it.
-    [[gnu::always_inline]] bool start_op(detail::OpState* op) {
+    /// `ud` is the user_data of the operation's SQE: `op`'s address, with tag_repeat for a
+    /// detail::RepeatOp.
+    [[gnu::always_inline]] bool start_op(detail::OpState* op, std::uint64_t ud) {
         if (in_flight_ != 0 || !ready_.empty() || !timers_.empty() || root_.done()) [[unlikely]]
             return start_op_and_suspend();
         // CQEs no in-flight operation accounts for (a cross-thread wake-up or message, the
@@ -340,7 +351,7 @@ private:
         loop_now_ = 0;                     // a new turn: loop_now_ns() reads the clock again
         // Nobody else reaps this CQ meanwhile: `head` is still its head.
         const io_uring_cqe* cqe = ring_.cqe_at(head);
-        if (ring_.cq_tail() - head != 1 || cqe->user_data != reinterpret_cast<std::uint64_t>(op)) [[unlikely]]
+        if (ring_.cq_tail() - head != 1 || cqe->user_data != ud) [[unlikely]]
             return start_op_and_suspend(); // the loop routes the CQEs, this one among them
         op->res = cqe->res;
         op->cqe_flags = cqe->flags;
@@ -447,7 +458,12 @@ struct RuntimeAccess {
     static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
     static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept { return rt.queue_behind_ready(h); }
     static std::coroutine_handle<> yield_to_next(Runtime& rt, std::coroutine_handle<> h) { return rt.yield_to_next(h); }
-    [[gnu::always_inline]] static bool start_op(Runtime& rt, OpState* op) { return rt.start_op(op); }
+    [[gnu::always_inline]] static bool start_op(Runtime& rt, OpState* op) {
+        return rt.start_op(op, reinterpret_cast<std::uint64_t>(op));
+    }
+    [[gnu::always_inline]] static bool start_op(Runtime& rt, RepeatOp* op, std::uint64_t ud) {
+        return rt.start_op(op, ud);
+    }
     static void set_pool_link(Runtime& rt, PoolLink* l) noexcept { rt.set_pool_link(l); }
     static PoolLink* pool_link(const Runtime& rt) noexcept { return rt.pool_link(); }
     static void note_drain_used(Runtime& rt) noexcept { rt.note_drain_used(); }

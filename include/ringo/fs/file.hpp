@@ -126,7 +126,8 @@ using SizeAwait = StatxAwait<YieldSize>;
 ///
 /// What each call costs: read_at, write_at, the fixed-buffer forms, sync, datasync, allocate,
 /// truncate, metadata, size and open are one io_uring operation awaited directly (no
-/// coroutine frame, no allocation). read_exact_at, write_all_at, read_to_end and close are
+/// coroutine frame, no allocation); so are read_exact_at and write_all_at, which go to the
+/// kernel again after a short transfer before the task resumes. read_to_end and close are
 /// Tasks: one frame from ringo's frame pool per call (no heap allocation once the pool is
 /// warm), a loop of operations inside; read_to_end also allocates its string.
 ///
@@ -185,8 +186,8 @@ public:
 
     /// Fills `buf` from `offset`, reading again after short reads. The end of the file first
     /// is fs::Error::unexpected_eof (the bytes read so far are in `buf`).
-    Task<Result<void>> read_exact_at(std::span<std::byte> buf, std::uint64_t offset) {
-        return ringo::detail::exact_loop(
+    auto read_exact_at(std::span<std::byte> buf, std::uint64_t offset) {
+        return ringo::detail::ExactAwait(
             [this, buf, offset](std::size_t done) {
                 return op::read(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
             },
@@ -195,14 +196,14 @@ public:
     /// Writes all of `buf` at `offset`, writing again after short writes. A write that moves
     /// nothing is fs::Error::write_zero; a full file system is ENOSPC (what was written
     /// before stays written).
-    Task<Result<void>> write_all_at(std::span<const std::byte> buf, std::uint64_t offset) {
-        return ringo::detail::exact_loop(
+    auto write_all_at(std::span<const std::byte> buf, std::uint64_t offset) {
+        return ringo::detail::ExactAwait(
             [this, buf, offset](std::size_t done) {
                 return op::write(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
             },
             buf.size(), Error::write_zero);
     }
-    Task<Result<void>> write_all_at(std::string_view s, std::uint64_t offset) {
+    auto write_all_at(std::string_view s, std::uint64_t offset) {
         return write_all_at(std::as_bytes(std::span<const char>(s.data(), s.size())), offset);
     }
     /// The file's bytes from `offset` to its end, in a string sized once from the file's

@@ -92,7 +92,7 @@ class PipeAwait;
 /// every path).
 ///
 /// Costs: read and close are one operation awaited directly (no frame, no allocation);
-/// read_exact is a Task (one frame from the frame pool, a loop of reads inside).
+/// read_exact too (no frame: one read, and another after each short read).
 /// In a cancelled task every operation yields ECANCELED without being submitted, except
 /// close(), which always closes; a read waiting for data is interrupted by the cancellation.
 class PipeReader : public detail::OwnsFd<PipeReader> {
@@ -110,13 +110,13 @@ public:
 
     /// Fills `buf`, reading again after short reads. The end of the stream first is
     /// IoError::unexpected_eof (the bytes read so far are in `buf`).
-    Task<Result<void>> read_exact(void* buf, std::size_t len) {
+    auto read_exact(void* buf, std::size_t len) {
         auto* p = static_cast<std::byte*>(buf);
-        return detail::exact_loop(
+        return detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::read(fd_, p + done, len - done, op::current_pos); }, len,
             IoError::unexpected_eof);
     }
-    Task<Result<void>> read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
+    auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 };
 
 /// The write end of a pipe, or any descriptor written as a stream (a terminal, a socket, a
@@ -128,7 +128,7 @@ public:
 /// when it was at its default.
 ///
 /// Costs: write and close are one operation awaited directly (no frame, no allocation);
-/// write_all is a Task (one frame from the frame pool, a loop of writes inside). A write of
+/// write_all too (no frame: one write, and another after each short write). A write of
 /// up to PIPE_BUF (4096) bytes to a pipe is atomic: it is not interleaved with other writers.
 class PipeWriter : public detail::OwnsFd<PipeWriter> {
 public:
@@ -147,17 +147,17 @@ public:
     /// Writes all of `buf`, writing again after short writes. A write that moves nothing is
     /// IoError::write_zero; a pipe without a reader is EPIPE (what was written before is in
     /// the pipe).
-    Task<Result<void>> write_all(const void* buf, std::size_t len) {
+    auto write_all(const void* buf, std::size_t len) {
         const auto* p = static_cast<const std::byte*>(buf);
         int rwf = detail::pipe_write_flags();
-        return detail::exact_loop(
+        return detail::ExactAwait(
             [this, p, len, rwf](std::size_t done) { return detail::WriteFlags(fd_, p + done, len - done, rwf); }, len,
             IoError::write_zero);
     }
-    Task<Result<void>> write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
+    auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends (a temporary inside the
-    /// co_await statement does; one given to a Task kept for later does not).
-    Task<Result<void>> write_all(std::string_view s) { return write_all(s.data(), s.size()); }
+    /// co_await statement does; one kept in an awaitable for later does not).
+    auto write_all(std::string_view s) { return write_all(s.data(), s.size()); }
 };
 
 /// Both ends of a new pipe: `auto [reader, writer] = std::move(*p);`

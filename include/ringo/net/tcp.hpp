@@ -26,8 +26,9 @@ namespace ringo::net {
 ///
 /// What each call costs: read, write and shutdown are one io_uring operation awaited
 /// directly (no coroutine frame, no allocation); close is Fd::close, awaited directly.
-/// connect, read_exact and write_all are Tasks: one frame from ringo's frame pool per call,
-/// a loop of operations inside. set_nodelay, local_addr and peer_addr are plain system calls
+/// read_exact and write_all are awaited directly too: one operation, and another after each
+/// short transfer before the task resumes. connect is a Task: one frame from ringo's frame
+/// pool per call. set_nodelay, local_addr and peer_addr are plain system calls
 /// (setsockopt, getsockname, getpeername: no waiting).
 ///
 /// Sends use MSG_NOSIGNAL: writing to a connection the peer has closed is EPIPE (or

@@ -21,7 +21,7 @@ namespace ringo::net {
 
 /// A connected Unix-domain stream socket (SOCK_STREAM, AF_UNIX): the same operations as
 /// TcpStream, with the same costs (read, write, shutdown and close are one operation awaited
-/// directly; connect, read_exact and write_all one pooled frame per call): see
+/// directly, and read_exact and write_all as well; connect one pooled frame per call): see
 /// detail::StreamSocket. Its addresses are Unix-domain SocketAddrs: a path, an abstract name
 /// ("@name" when printed), or unnamed (a connecting socket that did not bind, and both ends
 /// of pair()).

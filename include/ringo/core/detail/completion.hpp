@@ -29,8 +29,19 @@ struct Completion {
     void (*fn)(Completion* self, int res, std::uint32_t flags) = nullptr;
 };
 
+/// An awaited operation that may go to the kernel again before its coroutine resumes (a
+/// write_all after a short send: io/detail/exact.hpp). Its user_data is its address |
+/// tag_repeat. Each CQE sets `res` and `cqe_flags`, then `again` says what next: true when
+/// it prepared its next SQE (still in flight, same user_data), false when its coroutine is to
+/// resume, as for a plain operation (inline from the loop). `again` must not prepare an SQE
+/// once the runtime is shutting down.
+struct RepeatOp : OpState {
+    bool (*again)(RepeatOp* self, Runtime& rt) noexcept = nullptr;
+};
+
 inline constexpr std::uint64_t tag_completion = 1;
 inline constexpr std::uint64_t tag_group_member = 2;
+inline constexpr std::uint64_t tag_repeat = 3;
 inline constexpr std::uint64_t tag_mask = 7;
 
 /// The result an operation of a group holds until its final CQE (no CQE carries it).

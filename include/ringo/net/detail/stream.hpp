@@ -41,8 +41,9 @@ using ShutdownAwait = ResultOp<op::Shutdown, void>;
 /// shutdown, peer_addr, and SocketBase's close, local_addr and descriptor access.
 ///
 /// read, write and shutdown are one io_uring operation awaited directly (no coroutine frame,
-/// no allocation); close is Fd::close, awaited directly. read_exact and write_all are Tasks:
-/// one frame from ringo's frame pool per call, a loop of operations inside. Sends use
+/// no allocation); close is Fd::close, awaited directly. read_exact and write_all are awaited
+/// directly too (detail::ExactAwait: no frame, no allocation): one operation, and another
+/// after each short transfer. Sends use
 /// MSG_NOSIGNAL: a peer that has gone is EPIPE (or ECONNRESET), never SIGPIPE. In a cancelled
 /// task every operation yields ECANCELED without being submitted, except close(), which
 /// always closes. Buffers and the socket must stay valid until the await ends.
@@ -81,27 +82,27 @@ public:
 
     /// Fills `buf`, receiving again after short receives. The end of the stream first is
     /// net::Error::unexpected_eof (the bytes received so far are in `buf`).
-    Task<Result<void>> read_exact(void* buf, std::size_t len) {
+    auto read_exact(void* buf, std::size_t len) {
         auto* p = static_cast<std::byte*>(buf);
-        return ringo::detail::exact_loop(
+        return ringo::detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::recv(this->fd_, p + done, len - done, 0); }, len,
             Error::unexpected_eof);
     }
-    Task<Result<void>> read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
+    auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 
     /// Sends all of `buf`, sending again after short sends (MSG_NOSIGNAL). A send that moves
     /// nothing is net::Error::write_zero; a peer that has gone is EPIPE or ECONNRESET.
-    Task<Result<void>> write_all(const void* buf, std::size_t len) {
+    auto write_all(const void* buf, std::size_t len) {
         const auto* p = static_cast<const std::byte*>(buf);
-        return ringo::detail::exact_loop(
+        return ringo::detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::send(this->fd_, p + done, len - done, MSG_NOSIGNAL); }, len,
             Error::write_zero);
     }
-    Task<Result<void>> write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
+    auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends: a temporary std::string is
     /// fine in `co_await s.write_all(std::string(...))` (it lives to the end of that
-    /// statement), not in a Task kept to be awaited later.
-    Task<Result<void>> write_all(std::string_view s) { return write_all(s.data(), s.size()); }
+    /// statement), not in an awaitable kept to be awaited later.
+    auto write_all(std::string_view s) { return write_all(s.data(), s.size()); }
 
     /// shutdown(2) as IORING_OP_SHUTDOWN: SHUT_WR sends the end of stream (the peer's read
     /// yields 0) and keeps receiving; SHUT_RD, SHUT_RDWR.
