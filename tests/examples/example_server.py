@@ -1,4 +1,4 @@
-"""What test_echo_server.py and test_chat.py share: an example server run as a child process
+"""What test_echo_server.py, test_chat.py and test_http_file_server.py share: an example server run as a child process
 on port 0 (its first line says the port), its descriptors counted in /proc, and its stop by a
 signal with the lines it printed last. Imported from the scripts' own folder (the first entry
 of sys.path when a script runs)."""
@@ -21,14 +21,14 @@ def check(cond, what):
 class Server:
     """`binary --port 0 args...`; its stdout and stderr are read by threads into queues."""
 
-    def __init__(self, binary, args):
+    def __init__(self, binary, args, start_timeout=10):
         self.proc = subprocess.Popen([binary, "--port", "0", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
         self.lines = queue.Queue()
         self.err = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
         threading.Thread(target=self._pump, args=(self.proc.stderr, self.err.append), daemon=True).start()
-        first = self.line(10)
+        first = self.line(start_timeout)
         check(first is not None and first.startswith("listening on port "),
               f"first line should be 'listening on port P', got {first!r}")
         self.port = int(first.split()[-1])
@@ -52,6 +52,17 @@ class Server:
 
     def fds(self):
         return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
+
+    def fd_list(self):
+        """The server's descriptors and what each names, for a failure message."""
+        d = f"/proc/{self.proc.pid}/fd"
+        out = []
+        for n in sorted(os.listdir(d), key=int):
+            try:
+                out.append(f"{n}->{os.readlink(os.path.join(d, n))}")
+            except OSError:
+                pass
+        return " ".join(out)
 
     def wait_fds(self, want, timeout=10):
         """Polls until the server holds `want` descriptors; returns the last count."""

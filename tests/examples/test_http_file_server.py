@@ -18,13 +18,14 @@ client cannot be made to send a malformed request), with one runtime and with a 
 import hashlib
 import os
 import re
-import select
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+import example_server
 
 EXE = sys.argv[1]
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -39,41 +40,16 @@ def check(cond, what):
     return cond
 
 
-class Server:
+class Server(example_server.Server):
+    """The example with `--root root args...`; stop() also gives its stdout and stderr as text."""
+
     def __init__(self, root, *args):
-        self.proc = subprocess.Popen([EXE, "--root", root, "--port", "0", *args], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], 20)
-        line = self.proc.stdout.readline() if ready else ""
-        m = re.match(r"listening on port (\d+)", line)
-        if not m:
-            self.proc.kill()
-            raise SystemExit(f"the server did not start: {line!r} {self.proc.stderr.read()}")
-        self.port = int(m.group(1))
+        super().__init__(EXE, ["--root", root, *args], start_timeout=20)
         self.url = f"http://127.0.0.1:{self.port}"
 
-    def fds(self):
-        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
-
-    def fd_list(self):
-        d = f"/proc/{self.proc.pid}/fd"
-        out = []
-        for n in sorted(os.listdir(d), key=int):
-            try:
-                out.append(f"{n}->{os.readlink(os.path.join(d, n))}")
-            except OSError:
-                pass
-        return " ".join(out)
-
     def stop(self, sig=signal.SIGINT, timeout=20):
-        self.proc.send_signal(sig)
-        try:
-            out, err = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-            check(False, f"the server did not stop within {timeout} s after {sig.name}")
-        return self.proc.returncode, out, err
+        rc, lines = super().stop(sig, timeout)
+        return rc, "\n".join(lines), self.stderr()
 
 
 def run(cmd, timeout=60):
@@ -249,15 +225,6 @@ def test_load(srv):
               f"wrk -c{conns} {path}: {out}")
 
 
-def wait_fds(srv, want, seconds=5.0):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if srv.fds() <= want:
-            return True
-        time.sleep(0.05)
-    return srv.fds() <= want
-
-
 def test_drain(root, files, threads):
     srv = Server(root, "--threads", str(threads), "--grace-ms", "20000")
     size = len(files["drain.bin"])
@@ -331,7 +298,7 @@ def main():
             test_head_keepalive_pipelining(srv, files)
             test_errors(srv)
             test_load(srv)
-            check(wait_fds(srv, base), f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
+            check(srv.wait_fds(base, 5) <= base, f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
             rc, out, err = srv.stop(signal.SIGTERM)
             check(rc == 0, f"SIGTERM: exit status {rc}: {err!r}")
             test_drain(root, files, threads)
