@@ -49,6 +49,7 @@ public:
         : step_(std::move(step)), len_(len), on_zero_(on_zero) {
         init();
     }
+    // Before the await only (an awaitable being awaited is never moved).
     ExactAwait(ExactAwait&& o) noexcept(std::is_nothrow_move_constructible_v<Step>)
         : step_(std::move(o.step_)), len_(o.len_), on_zero_(o.on_zero_) {
         init();
@@ -67,13 +68,18 @@ public:
         }
         this->h = h;
         ctx_->waiting = this;
-        for (;;) {
-            if (!prepare_next(*rt)) [[unlikely]]
-                return false;
-            if (RuntimeAccess::start_op(*rt, this, user_data()))
-                return true;
-            if (!took_more(res)) // it completed alone: the next step, or done
-                return false;
+        try {
+            for (;;) {
+                if (!prepare_next(*rt)) [[unlikely]]
+                    return false;
+                if (RuntimeAccess::start_op(*rt, this, user_data()))
+                    return true;
+                if (!took_more(res)) // it completed alone: the next step, or done
+                    return false;
+            }
+        } catch (...) { // the SQ could not take a step (the ring failed): nothing in flight
+            ctx_->waiting = nullptr;
+            throw;
         }
     }
     Result<void> await_resume() noexcept {
@@ -103,6 +109,11 @@ private:
         io_uring_sqe* sqe = rt.get_sqe();
         step_(done_).prepare(sqe);
         sqe->user_data = user_data();
+        // A full SQ makes get_sqe submit and reap, and what it reaps may cancel this task
+        // (a request from another thread): its ASYNC_CANCEL then went first and found
+        // nothing. One more, behind this SQE, interrupts the step.
+        if (ctx_->cancelled) [[unlikely]]
+            cancel_self(this);
         return true;
     }
     // A step's result `r`: true when another step is to go.
@@ -138,7 +149,7 @@ private:
     }
     // Cancelling the task submits ASYNC_CANCEL for the step in flight; its CQE then resumes
     // the task (again_after starts no other step once the task is cancelled).
-    static void cancel_self(Waitable* self) noexcept {
+    [[gnu::noinline]] static void cancel_self(Waitable* self) noexcept {
         if (Runtime* rt = t_current)
             rt->cancel_op(reinterpret_cast<const void*>(
                 static_cast<ExactAwait*>(static_cast<RepeatOp*>(static_cast<OpState*>(self)))->user_data()));
