@@ -2,7 +2,7 @@
 // (standalone, Debian libasio-dev 1.22) and C++20 coroutines, on one io_context run by one thread.
 // Same subcommands, options and JSON line as the Rust baselines (bench/rust/README.md):
 //
-//   spawn   --count N [--batch B] [--in task]   co_spawn N empty asio::awaitable<void> coroutines and
+//   spawn   --count N [--batch B] [--rounds R] [--in task]   co_spawn N empty asio::awaitable<void> coroutines and
 //                                               wait for all (joined every B spawns; default all at once)
 //   yield   --count N [--in task]               one coroutine yields N times:
 //                                               co_await asio::post(executor, asio::use_awaitable)
@@ -73,7 +73,8 @@ const char* kUsage =
     "usage: bench_asio_micro <subcommand> [--option value]...\n"
     "\n"
     "subcommands:\n"
-    "  spawn       --count N [--batch B] [--in task]   (B: join every B spawns; default all at once)\n"
+    "  spawn       --count N [--batch B] [--rounds R] [--in task]   (B: join every B spawns; default all at\n"
+    "              once; R: the workload R times on one io_context, the last one timed)\n"
     "  yield       --count N [--in task]\n"
     "  channel     --messages M --pairs P [--capacity 1024] [--in task]\n"
     "  xchannel    --messages M [--capacity 1024] [--in task]   (producer and consumer io_contexts on two threads/CPUs)\n"
@@ -369,42 +370,51 @@ using Signal = asio::experimental::channel<void(asio::error_code, std::uint64_t)
 
 asio::awaitable<void> empty_task() { co_return; }
 
-asio::awaitable<void> spawn_body(std::uint64_t count, std::uint64_t batch, Outcome& out) {
+// `rounds` times the whole workload on one io_context, only the last timed (the rounds before
+// it leave the memory the coroutines need already touched).
+asio::awaitable<void> spawn_body(std::uint64_t count, std::uint64_t batch, std::uint64_t rounds, Outcome& out) {
   auto ex = co_await asio::this_coro::executor;
   Signal joined(ex, 1);
   std::uint64_t done = 0, finished = 0, target = 0;
-  Meter meter;
-  for (std::uint64_t left = count; left > 0;) {
-    std::uint64_t k = left < batch ? left : batch;
-    target += k;
-    for (std::uint64_t i = 0; i < k; ++i) {
-      // The completion handler is the join: it runs when the coroutine has finished.
-      asio::co_spawn(ex, empty_task(), [&](std::exception_ptr e) {
-        if (e)
-          out.note("spawned coroutine failed: " + what(e));
-        else
-          ++done;
-        if (++finished == target) joined.try_send(asio::error_code{}, std::uint64_t{0});
-      });
+  std::optional<Meter> meter;
+  for (std::uint64_t r = 1; r <= rounds; ++r) {
+    if (r == rounds) {
+      done = 0;
+      meter.emplace();
     }
-    co_await joined.async_receive(asio::use_awaitable);
-    left -= k;
+    for (std::uint64_t left = count; left > 0;) {
+      std::uint64_t k = left < batch ? left : batch;
+      target += k;
+      for (std::uint64_t i = 0; i < k; ++i) {
+        // The completion handler is the join: it runs when the coroutine has finished.
+        asio::co_spawn(ex, empty_task(), [&](std::exception_ptr e) {
+          if (e)
+            out.note("spawned coroutine failed: " + what(e));
+          else
+            ++done;
+          if (++finished == target) joined.try_send(asio::error_code{}, std::uint64_t{0});
+        });
+      }
+      co_await joined.async_receive(asio::use_awaitable);
+      left -= k;
+    }
   }
-  out.m = meter.stop();
+  out.m = meter->stop();
   out.ops = done;
   out.finished = true;
 }
 
 [[noreturn]] void spawn_bench(const Args& a) {
-  a.only({"count", "batch", "in"});
+  a.only({"count", "batch", "rounds", "in"});
   std::uint64_t count = a.uint("count", std::nullopt, 1, std::uint64_t{1} << 32);
   std::uint64_t batch = a.uint("batch", 0, 0, std::uint64_t{1} << 32);
+  std::uint64_t rounds = a.uint("rounds", 1, 1, std::uint64_t{1} << 16);
   batch = batch == 0 ? count : (batch < count ? batch : count);
   a.place();
   Outcome out;
-  run_task(out, [&] { return spawn_body(count, batch, out); });
+  run_task(out, [&] { return spawn_body(count, batch, rounds, out); });
   Report r = micro_report("spawn");
-  r.uint("count", count).uint("batch", batch);
+  r.uint("count", count).uint("batch", batch).uint("rounds", rounds);
   finish_micro(r, out, count);
 }
 

@@ -367,7 +367,8 @@ pub fn usage_text(bin: &str, fs_note: &str, yield_note: &str) -> String {
          \x20 randread    --file PATH [--bs 4096]  --qd N [--direct 0|1] --seconds S [--warmup W] --offsets PATH\n\
          \x20 --warmup: seconds of the same workload run unmeasured first, in the same process (default 0)\n\
          \x20 echo-server --port P [--buf 4096]      (runs until SIGTERM/SIGINT)\n\
-         \x20 spawn       --count N [--batch B] [--in task|root]   (B: join every B spawns; default all at once)\n\
+         \x20 spawn       --count N [--batch B] [--rounds R] [--in task|root]   (B: join every B spawns; default all\n\
+         \x20             at once; R: the workload R times on one runtime, the last one timed)\n\
          \x20 yield       --count N [--in task|root]\n\
          \x20 channel     --messages M --pairs P [--capacity 1024] [--in task|root] [--channel default|local-sync]\n\
          \x20             (local-sync: the local-sync crate's single-thread channel; monoio and compio only)\n\
@@ -867,17 +868,21 @@ fn place_opt(a: &Args) -> Result<Place, UsageError> {
 pub struct SpawnOpts {
     pub count: u64,
     pub batch: u64,
+    /// `--rounds R`: the whole workload R times on one runtime, only the last timed.
+    pub rounds: u64,
     pub place: Place,
 }
 
 pub fn spawn_opts(a: &Args) -> Result<SpawnOpts, UsageError> {
-    a.only(&["count", "batch", "in"])?;
+    a.only(&["count", "batch", "rounds", "in"])?;
     let count = a.uint("count", None, 1, 1 << 32)?;
+    let rounds = a.uint("rounds", Some(1), 1, 1 << 16)?;
     let batch = a.uint("batch", Some(0), 0, 1 << 32)?;
     let batch = if batch == 0 { count } else { batch.min(count) };
     Ok(SpawnOpts {
         count,
         batch,
+        rounds,
         place: place_opt(a)?,
     })
 }
