@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -62,6 +63,19 @@ struct PoolLink {
         }
     }
 };
+
+/// For code that cannot throw, in a catch block around Runtime::get_sqe (or a call that
+/// reaches it): the negative errno to report instead. A std::system_error (io_uring_enter
+/// failed while the SQ was full) gives its own code, anything else -ENOMEM.
+inline int sqe_failure_result() noexcept {
+    try {
+        throw;
+    } catch (const std::system_error& e) {
+        return e.code().value() > 0 ? -e.code().value() : -EIO;
+    } catch (...) {
+        return -ENOMEM;
+    }
+}
 
 } // namespace detail
 
@@ -138,18 +152,21 @@ public:
     void op_started() noexcept { ++in_flight_; }
     /// Book-keeping for an operation completed through a detail::Completion.
     void op_finished() noexcept { --in_flight_; }
-    /// Submits IORING_OP_ASYNC_CANCEL for the operation whose user_data is `op` (owner
-    /// thread). The operation's own CQE still arrives and resumes its awaiter.
-    void cancel_op(const void* user_data) noexcept {
+    /// Submits IORING_OP_ASYNC_CANCEL for the operation whose SQE carried `user_data`, tag
+    /// bits included (owner thread). The operation's own CQE still arrives and resumes its
+    /// awaiter.
+    void cancel_op(std::uint64_t user_data) noexcept {
         try {
             io_uring_sqe* sqe = get_sqe();
-            io_uring_prep_cancel64(sqe, reinterpret_cast<std::uint64_t>(user_data), 0);
+            io_uring_prep_cancel64(sqe, user_data, 0);
             sqe->user_data = 0;
         } catch (...) {
             // The SQ could not take the cancel (the ring failed): the operation completes
             // on its own.
         }
     }
+    /// cancel_op for a plain awaited operation (its user_data is its OpState's address).
+    void cancel_op(const detail::OpState* op) noexcept { cancel_op(reinterpret_cast<std::uint64_t>(op)); }
 
     /// True if the kernel supports `opcode` (the probe read at setup).
     [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ring_.probe().supports(opcode); }

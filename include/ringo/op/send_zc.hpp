@@ -232,7 +232,7 @@ private:
         CancelWaitable() noexcept { cancel_fn = &cancel; }
         static void cancel(ringo::detail::Waitable* self) noexcept {
             if (Runtime* rt = ringo::detail::t_current)
-                rt->cancel_op(reinterpret_cast<const void*>(static_cast<CancelWaitable*>(self)->user_data));
+                rt->cancel_op(static_cast<CancelWaitable*>(self)->user_data);
         }
     };
     ZcTracker* tracker_;

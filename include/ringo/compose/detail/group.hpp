@@ -36,7 +36,7 @@ struct GroupState : GroupHead, Waitable {
         auto* g = static_cast<GroupState*>(w);
         g->for_each_state(g, [](GroupState* self, OpState& op) {
             if (op.res == res_pending)
-                self->rt->cancel_op(reinterpret_cast<void*>(member_user_data(op)));
+                self->rt->cancel_op(member_user_data(op));
         });
     }
 

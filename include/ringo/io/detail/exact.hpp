@@ -5,7 +5,6 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
-#include <system_error>
 #include <type_traits>
 #include <utility>
 
@@ -140,10 +139,8 @@ private:
         }
         try {
             return a->prepare_next(rt);
-        } catch (const std::system_error& e) { // the SQ could not take it (the ring failed)
-            a->res = -e.code().value();
-        } catch (...) {
-            a->res = -ENOMEM;
+        } catch (...) { // the SQ could not take it (the ring failed)
+            a->res = sqe_failure_result();
         }
         return false;
     }
@@ -151,8 +148,7 @@ private:
     // the task (again_after starts no other step once the task is cancelled).
     [[gnu::noinline]] static void cancel_self(Waitable* self) noexcept {
         if (Runtime* rt = t_current)
-            rt->cancel_op(reinterpret_cast<const void*>(
-                static_cast<ExactAwait*>(static_cast<RepeatOp*>(static_cast<OpState*>(self)))->user_data()));
+            rt->cancel_op(static_cast<ExactAwait*>(static_cast<RepeatOp*>(static_cast<OpState*>(self)))->user_data());
     }
 
     Step step_;

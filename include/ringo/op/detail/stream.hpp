@@ -83,7 +83,7 @@ struct StreamNode : ringo::detail::Completion {
         try {
             r = op::raw::queue(*rt, *this, [this](io_uring_sqe* s) { self().prep(s); });
         } catch (...) {
-            r = -EIO; // the ring could not take an SQE (it failed)
+            r = ringo::detail::sqe_failure_result(); // the ring could not take an SQE (it failed)
         }
         if (r < 0) {
             end(r);
@@ -106,7 +106,7 @@ struct StreamNode : ringo::detail::Completion {
         if (armed) {
             if (!cancel_sent) {
                 cancel_sent = true;
-                rt->cancel_op(reinterpret_cast<const void*>(op::raw::completion_user_data(*this)));
+                rt->cancel_op(op::raw::completion_user_data(*this));
             }
             return;
         }
@@ -134,7 +134,7 @@ struct StreamNode : ringo::detail::Completion {
             // A cancel can miss an operation that is between two shots (a multishot timeout
             // is off the kernel's list until its CQE is posted): cancel again.
             if (n->cancel_sent)
-                n->rt->cancel_op(reinterpret_cast<const void*>(op::raw::completion_user_data(*n)));
+                n->rt->cancel_op(op::raw::completion_user_data(*n));
             if (got)
                 n->wake_reader();
             return;
