@@ -704,15 +704,17 @@ FIGURES: list[Figure] = [
                "time (the host backs guest memory it took back page by page): at 1 000 000 tasks that is most "
                "of the spawn panel's time, and it grows with the bytes a task needs: ringo's empty task takes a "
                "112-byte frame and an 8-byte run-queue slot, and every program keeps an 8-byte handle per task.",
-               "spawn targets on the reference VM: the spawn panel's two bars cannot be met there by a runtime "
-               "that keeps a coroutine frame per task, because the first touch of that memory alone costs more "
-               "than what the bar leaves. At 1 000 000 tasks, half of Monoio's time per task (or 60 ns) minus "
-               "ringo's own cost per task (spawn-warm) is what is left for the first touch of a frame and its "
-               "run-queue slot, at ~0.6 ns of kernel time per byte: in the takes so far 0.5 x 117 - 44 = 14.5 ns "
-               "(~24 bytes) or 0.5 x 88.5 - 49 < 0 (60 ns: 16 and 11 ns), while a compiler's frame for an empty "
-               "coroutine is its promise plus 24 (Clang 14) or 32 (GCC 12) bytes. Monoio's own times vary by "
-               "a third between takes on this VM (the host's memory), so one take's ratio is a sample, not a "
-               "constant. The spawn-warm panel carries the same bars for the runtimes' own cost.",
+               "spawn targets on the reference VM: the spawn panel's two bars are out of reach there, because "
+               "the first touch of a task's memory costs more than the bar leaves. At 1 000 000 tasks, half of "
+               "Monoio's time per task (or 60 ns) minus ringo's own cost per task (spawn-warm) is what is left "
+               "for the first touch of a frame and its run-queue slot, and that touch costs ~0.4-0.66 ns of "
+               "kernel time per byte here (the two takes so far, ringo and Monoio): 0.5 x 117 - 44 = 14.5 ns "
+               "and 0.5 x 88.5 - 49 < 0 (against 60 ns: 16 and 11 ns). Even a frame as small as Monoio's "
+               "whole task (64 bytes; ringo's is 112: a promise of 80 bytes holding the join state, the owner, "
+               "the exception, the cancellation context and the links of the runtime's task list, plus the "
+               "compiler's 32) would take 29-48 ns to touch with its queue slot. Monoio's own times vary by a "
+               "third between takes on this VM, so one take's ratio is a sample, not a constant. The "
+               "spawn-warm panel carries the same bars for the runtimes' own cost.",
                "layer-read and layer-echo: the same program and the same work, the ringo row through op::, "
                "the ringo high-level row through fs::File / net::TcpStream; the table under each panel gives "
                "user-space instructions per operation (callgrind) beside wall and CPU time."]),
