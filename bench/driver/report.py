@@ -541,14 +541,15 @@ def _instructions_section(res, pname, names, xs, where) -> list[str]:
             if r and r["status"] == "ok" and r.get("instr_per_op") is not None:
                 rows.append([name, _x_head(res, x), fnum(r.get("ns_per_op")),
                              fnum(r["cpu_us_per_op"] * 1000 if r.get("cpu_us_per_op") is not None else None),
+                             fnum(r["user_us_per_op"] * 1000 if r.get("user_us_per_op") is not None else None),
                              fnum(r["instr_per_op"])])
     if not rows:
         return []
     L = [f"Wall time, CPU time and user-space instructions per operation{where} (wall and CPU: medians of the "
          "runs; instructions: callgrind, the slope between two run lengths, the same on every run). On a shared "
          "machine wall time is noise for an operation this small; it is judged on CPU time and instructions:", ""]
-    L += _table(["", res.get("panel_x_labels", {}).get(pname, res["x_label"]), "wall ns", "CPU ns", "instructions"],
-                rows)
+    L += _table(["", res.get("panel_x_labels", {}).get(pname, res["x_label"]), "wall ns", "CPU ns",
+                 "user CPU ns", "instructions"], rows)
     L.append("")
     return L
 
@@ -631,6 +632,11 @@ def _targets_section(res) -> list[str]:
             if t.get("field"):
                 rows.append(_value_target_row(res, t, pname, xs))
                 continue
+            if t.get("from_instructions"):
+                row = _instructions_target_row(res, t, pname, xs)
+                if row:
+                    rows.append(row)
+                    continue
             on = t.get("on", "")
             # the metric's direction, or the field's: lower is better for a cost (CPU time,
             # instructions) unless the target says otherwise (requests/s)
@@ -666,6 +672,52 @@ def _targets_section(res) -> list[str]:
     L += _table(["target", "status", "ratio of medians at the worst point, worst–best across the runs"], rows)
     L.append("")
     return L
+
+
+def _instructions_target_row(res, t, pname, xs) -> list[str] | None:
+    """A CPU-time ratio judged from user-space instructions, for two rows that make the same
+    system calls per operation (and the same kernel work), so that only user-space code separates
+    them: the ringo row's CPU time is the baseline's plus the difference in callgrind instructions
+    times the CPU time a user-space instruction takes in the runs (user CPU time over instructions;
+    the lowest and highest of both rows' runs). Met when the ratio clears the bar at the baseline's
+    fastest and slowest CPU time and at the fastest and slowest instruction, not met when it fails
+    at all four, inconclusive otherwise. None (the caller judges on CPU time) when a row lacks
+    instructions or user time, or the system calls differ."""
+    label = f"{t['ringo']} vs {t['baseline']}: {t['text']}" + (f" ({pname})" if pname else "")
+    points = []
+    for x in xs:
+        a, b = _cell(res, pname, x, t["ringo"]), _cell(res, pname, x, t["baseline"])
+        if not (a and b and a["status"] == "ok" and b["status"] == "ok"):
+            continue
+        ia, ib = a.get("instr_per_op"), b.get("instr_per_op")
+        sa, sb = a.get("syscalls_per_op"), b.get("syscalls_per_op")
+        if not (ia and ib and sa is not None and sb is not None) or abs(sa - sb) > 0.005 * max(sa, sb, 1e-9):
+            return None
+        (bm, blo, bhi) = _bounds(b, "cpu_us_per_op")
+        (uam, ualo, uahi), (ubm, ublo, ubhi) = _bounds(a, "user_us_per_op"), _bounds(b, "user_us_per_op")
+        if None in (bm, blo, bhi, uam, ualo, uahi, ubm, ublo, ubhi) or bm <= 0:
+            return None
+        k_med = (uam / ia + ubm / ib) / 2
+        k_lo, k_hi = min(ualo / ia, ublo / ib), max(uahi / ia, ubhi / ib)
+        d = ia - ib
+
+        def speedup(c, k):
+            return c / (c + d * k)
+        corners = [speedup(c, k) for c in (blo, bhi) for k in (k_lo, k_hi)]
+        worst, best, need = min(corners), max(corners), t["min_ratio"]
+        v = "met" if worst >= need else ("not met" if best < need else "inconclusive")
+        points.append((x, speedup(bm, k_med), worst, best, v, ia, ib, k_med, k_lo, k_hi, sb))
+    if not points:
+        return None
+    if t["where"] == "max x":
+        points = [points[-1]]
+    decisive = [p for p in points if p[4] == "not met"] or [p for p in points if p[4] != "met"] or points
+    x, med, worst, best, _, ia, ib, k_med, k_lo, k_hi, sc = min(decisive, key=lambda p: p[1])
+    return [label, _combine([p[4] for p in points]),
+            f"{med:.3f}x at {_x_head(res, x)}, {worst:.3f}x–{best:.3f}x across the runs, from instructions: "
+            f"{fnum(ia)} vs {fnum(ib)} per operation at {k_med * 1000:.2f} ns each in user space "
+            f"({k_lo * 1000:.2f}–{k_hi * 1000:.2f}), the same {sc:.2f} system calls per operation "
+            f"(needs {need:.2f}x)"]
 
 
 def _value_target_row(res, t, pname, xs) -> list[str]:

@@ -607,6 +607,7 @@ SECONDARY = {
     "write_p50_us": _ns_to_us("write_p50_ns"),
     "write_p99_us": _ns_to_us("write_p99_ns"),
     "cpu_us_per_op": _first(_per_op("cpu_seconds", 1e6), _field("cpu_ns_per_roundtrip", 1e-3)),
+    "user_us_per_op": _per_op("user_cpu_seconds", 1e6),
     "syscalls_per_op": _first(_per_op("syscalls"), _field("syscalls_per_rt"), _field("syscalls_per_op")),
     "loop_syscalls_per_op": _first(_field("loop_syscalls_per_rt"), _field("loop_syscalls_per_round")),
     "server_cpu_us_per_msg": _first(_server_per_msg("cpu_ns", 1e-3), _server_per_msg("cpu_seconds", 1e6)),

@@ -100,6 +100,38 @@ class Verdicts(unittest.TestCase):
             res = _res([_row("ringo", 1, [1, 1, 1], cpu_us_per_op=runs)], t)
             self.assertEqual(_status(report._targets_section(res)), want, runs)
 
+    def _layer(self, instr, syscalls=(2.0, 2.0)):
+        """ringo (the high-level row) and base (op::): CPU times that straddle a 2 % bar, and user
+        time ~0.6 µs per operation at about 1 ns an instruction."""
+        rows = [_row("ringo", 1, [1, 1, 1], cpu_us_per_op=[14.0, 16.0, 21.0], user_us_per_op=[0.55, 0.60, 0.70],
+                     syscalls_per_op=[syscalls[0]] * 3),
+                _row("base", 1, [1, 1, 1], cpu_us_per_op=[12.0, 15.0, 20.0], user_us_per_op=[0.50, 0.55, 0.65],
+                     syscalls_per_op=[syscalls[1]] * 3)]
+        rows[0]["instr_per_op"], rows[1]["instr_per_op"] = instr
+        t = dict(_target(0.98, on="cpu_us_per_op"), from_instructions=True)
+        return report._targets_section(_res(rows, [t]))
+
+    def test_from_instructions_when_only_user_code_differs(self):
+        # 43 more instructions at <= 1.1 ns each (0.70 µs / 654): ~47 ns on >= 12 µs, < 0.4 %
+        lines = self._layer((697, 654))
+        self.assertEqual(_status(lines), "met")
+        self.assertIn("from instructions: 697 vs 654", "".join(lines))
+        # the same CPU times judged as measured straddle the bar
+        t = _target(0.98, on="cpu_us_per_op")
+        rows = [_row("ringo", 1, [1], cpu_us_per_op=[14.0, 16.0, 21.0]), _row("base", 1, [1], cpu_us_per_op=[12.0, 15.0, 20.0])]
+        self.assertEqual(_status(report._targets_section(_res(rows, [t]))), "inconclusive")
+
+    def test_from_instructions_not_met_when_the_layer_doubles_the_user_code(self):
+        # 12 000 more instructions at >= 0.84 ns each (0.55 µs / 654): >= 10 µs on <= 20 µs
+        self.assertEqual(_status(self._layer((12_654, 654))), "**not met**")
+
+    def test_from_instructions_needs_the_same_system_calls(self):
+        # one more system call per operation is kernel work the instructions do not see: judged
+        # on the measured CPU time instead (which straddles the bar here)
+        lines = self._layer((697, 654), syscalls=(3.0, 2.0))
+        self.assertEqual(_status(lines), "inconclusive")
+        self.assertNotIn("from instructions", "".join(lines))
+
 
 STRACE_SAMPLE = """\
 % time     seconds  usecs/call     calls    errors syscall
@@ -186,7 +218,7 @@ class ReportFromRecordedResults(unittest.TestCase):
         self.assertIn("ˢ counted in a separate untimed run", text)
         self.assertIn("| monoio | 0.334 (0.34) | 0.333 (0.333) |", text)
         # NOP: wall, CPU and callgrind instructions side by side; the target judged on CPU time
-        self.assertIn("| ringo | 1,000,000 | 390 | 347 | 167 |", text)
+        self.assertIn("| ringo | 1,000,000 | 390 | 347 | – | 167 |", text)
         self.assertRegex(text, r"NOP round trip within 5 % of raw liburing's CPU time \(nop\) \| met \| 1\.25x")
         # the spawn target, judged across the runs' spread
         self.assertRegex(text, r"at most 0\.5x Monoio's time per task \(spawn\) \| \*\*not met\*\* \| 1\.48x at 1,000,000")
