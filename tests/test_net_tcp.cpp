@@ -181,6 +181,32 @@ TEST(Tcp, AddressInUse) {
     }());
 }
 
+TEST(Tcp, BindSyncOutsideARuntimeThenAcceptInOne) {
+    // Plain system calls: no runtime on this thread.
+    Result<TcpListener> l = TcpListener::bind_sync(SocketAddr::v4_loopback(0), {.backlog = 8});
+    ASSERT_TRUE(l.ok()) << l.message();
+    const std::uint16_t port = l->local_addr()->port();
+    EXPECT_NE(port, 0);
+    EXPECT_TRUE(::fcntl(l->fd().get(), F_GETFD) & FD_CLOEXEC);
+    // The same errors as bind: a port taken (neither side with reuse_port), not an IP address.
+    EXPECT_EQ(TcpListener::bind_sync(*l->local_addr()).error(), std::errc::address_in_use);
+    EXPECT_EQ(TcpListener::bind_sync(SocketAddr()).error(), std::errc::address_family_not_supported);
+    Result<TcpListener> a = TcpListener::bind_sync(SocketAddr::v4_loopback(0), {.reuse_port = true});
+    ASSERT_TRUE(a.ok());
+    EXPECT_TRUE(TcpListener::bind_sync(*a->local_addr(), {.reuse_port = true}).ok());
+    // Used on a runtime afterwards: accepts a connection.
+    run([](TcpListener& lst, std::uint16_t p) -> Task<void> {
+        auto client = [](std::uint16_t p) -> Task<Result<TcpStream>> {
+            co_return co_await TcpStream::connect(SocketAddr::v4_loopback(p));
+        };
+        auto c = ringo::spawn(client(p));
+        Result<Accepted> in = co_await lst.accept();
+        EXPECT_TRUE(in.ok()) << in.message();
+        Result<TcpStream> out = co_await c;
+        EXPECT_TRUE(out.ok()) << out.message();
+    }(*l, port));
+}
+
 TEST(Tcp, NotAnIpAddress) {
     run([]() -> Task<void> {
         Result<TcpListener> l = co_await TcpListener::bind(SocketAddr());

@@ -3,15 +3,16 @@
 
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <system_error>
 #include <type_traits>
 #include <utility>
@@ -24,12 +25,11 @@
 #include <ringo/io/fd.hpp>
 #include <ringo/net/address.hpp>
 #include <ringo/net/tcp.hpp>
-#include <ringo/op/socket.hpp>
 
 namespace ringo::net {
 
-/// One listening TCP socket per runtime of a RuntimePool, all bound to the same address and
-/// port with SO_REUSEPORT (the kernel spreads incoming connections over them by a hash of
+/// One listening TCP socket (a TcpListener) per runtime of a RuntimePool, all bound to the
+/// same address and port with SO_REUSEPORT (the kernel spreads incoming connections over them by a hash of
 /// the connection's addresses), and one accept loop per runtime. Every accepted connection
 /// becomes a task of the handler on the runtime that accepted it. The handler takes one of:
 ///   - `(net::TcpStream stream, net::SocketAddr peer)`: the connection and its peer's address;
@@ -132,11 +132,8 @@ public:
             } catch (...) { // an accept loop that failed (out of memory) has ended all the same
             }
         }
-        for (int& fd : fds_) {
-            if (fd >= 0)
-                ::close(fd);
-            fd = -1;
-        }
+        for (TcpListener& l : state_->listeners)
+            l = TcpListener(); // closes it
     }
 
 private:
@@ -144,9 +141,9 @@ private:
         std::atomic<std::uint64_t> value{0};
     };
     struct State {
-        explicit State(std::size_t n) : accepted(n), fds(n, -1) {}
+        explicit State(std::size_t n) : accepted(n), listeners(n) {}
         std::vector<Counter> accepted;
-        std::vector<int> fds;
+        std::vector<TcpListener> listeners; // one per runtime; closed by stop() or with the last owner
         std::atomic<int> error{0};
     };
     struct Ipv4 {
@@ -161,61 +158,42 @@ private:
         return r;
     }
 
+    // Binds one listener per runtime (plain system calls: the constructor runs outside the
+    // pool); on an error, those already made close with the state.
     void open_sockets(const sockaddr* addr, socklen_t addrlen, int backlog) {
-        if (!addr || addrlen > sizeof(sockaddr_storage) || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+        std::optional<SocketAddr> a;
+        if (addr && addrlen <= sizeof(sockaddr_storage) && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6))
+            a = SocketAddr::from(addr, addrlen);
+        if (!a)
             throw std::invalid_argument("ringo: ShardedListener needs an IPv4 or IPv6 address");
-        sockaddr_storage ss{};
-        std::memcpy(&ss, addr, addrlen);
-        fds_.assign(state_->accepted.size(), -1);
-        auto fail = [&](const char* what) {
-            int e = errno;
-            for (int& fd : fds_)
-                if (fd >= 0)
-                    ::close(std::exchange(fd, -1));
-            throw std::system_error(e, std::generic_category(), what);
-        };
-        for (std::size_t i = 0; i < fds_.size(); ++i) {
-            int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-            if (fd < 0)
-                fail("ringo: ShardedListener: socket");
-            fds_[i] = fd;
-            int one = 1;
-            if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0 ||
-                ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
-                fail("ringo: ShardedListener: setsockopt(SO_REUSEPORT)");
-            if (::bind(fd, reinterpret_cast<sockaddr*>(&ss), addrlen) != 0)
-                fail("ringo: ShardedListener: bind");
+        const ListenOptions opts{.backlog = backlog, .reuse_addr = true, .reuse_port = true};
+        for (std::size_t i = 0; i < state_->listeners.size(); ++i) {
+            auto l = TcpListener::bind_sync(*a, opts);
+            if (!l)
+                throw std::system_error(l.error(), "ringo: ShardedListener: listening on " + a->to_string());
             if (i == 0) { // port 0: every other shard takes the port the first one got
-                sockaddr_storage got{};
-                socklen_t len = sizeof got;
-                if (::getsockname(fd, reinterpret_cast<sockaddr*>(&got), &len) != 0)
-                    fail("ringo: ShardedListener: getsockname");
-                std::uint16_t p = got.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&got)->sin_port
-                                                           : reinterpret_cast<sockaddr_in6*>(&got)->sin6_port;
-                if (ss.ss_family == AF_INET)
-                    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = p;
-                else
-                    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = p;
-                port_ = ntohs(p);
+                auto got = l->local_addr();
+                if (!got)
+                    throw std::system_error(got.error(), "ringo: ShardedListener: getsockname");
+                a->set_port(got->port());
+                port_ = got->port();
             }
-            if (::listen(fd, backlog) != 0)
-                fail("ringo: ShardedListener: listen");
+            state_->listeners[i] = std::move(*l);
         }
-        state_->fds = fds_;
     }
 
     // The connection task: the handler's own task, awaited, with the connection in the form
     // the handler takes. The descriptor is owned from the accept on (a frame that cannot be
     // allocated, or a task never started, closes it).
     template <class H>
-    static Task<void> serve(std::shared_ptr<H> h, Fd fd, SocketAddr peer) {
+    static Task<void> serve(std::shared_ptr<H> h, TcpStream s, SocketAddr peer) {
         if constexpr (std::is_invocable_v<H&, TcpStream, SocketAddr>)
-            co_await (*h)(TcpStream(std::move(fd)), peer);
+            co_await (*h)(std::move(s), peer);
         else if constexpr (std::is_invocable_v<H&, TcpStream>)
-            co_await (*h)(TcpStream(std::move(fd)));
+            co_await (*h)(std::move(s));
         else if constexpr (std::is_invocable_v<H&, int>) {
-            auto t = (*h)(fd.get()); // the handler's frame exists before it owns the descriptor
-            (void)fd.release();
+            auto t = (*h)(s.fd().get()); // the handler's frame exists before it owns the descriptor
+            (void)s.take_fd().release();
             co_await std::move(t);
         }
         // (no other form: the constructor's static_assert says so)
@@ -226,18 +204,18 @@ private:
 
     template <class H>
     static Task<void> accept_loop(std::shared_ptr<State> st, std::size_t i, std::shared_ptr<H> h) {
-        int lfd = st->fds[i];
-        SocketAddr peer;
+        TcpListener& listener = st->listeners[i];
         for (;;) {
-            int c = co_await op::accept(lfd, peer.data(), peer.out_size(), SOCK_CLOEXEC);
-            if (c >= 0) {
+            auto c = co_await listener.accept();
+            if (c) {
                 st->accepted[i].value.fetch_add(1, std::memory_order_relaxed);
-                ringo::spawn(serve(h, Fd(c), peer)).detach();
+                ringo::spawn(serve(h, std::move(c->stream), c->peer)).detach();
                 continue;
             }
-            if (c == -ECANCELED || co_await cancellation_requested())
+            const int e = c.error().value();
+            if (e == ECANCELED || co_await cancellation_requested())
                 co_return;
-            switch (-c) {
+            switch (e) {
             case EINTR:
             case EAGAIN:
             case ECONNABORTED:
@@ -252,7 +230,7 @@ private:
                 continue;
             default: { // the socket itself is unusable (EBADF, EINVAL, ...)
                 int expected = 0;
-                st->error.compare_exchange_strong(expected, c, std::memory_order_relaxed);
+                st->error.compare_exchange_strong(expected, -e, std::memory_order_relaxed);
                 co_return;
             }
             }
@@ -261,7 +239,6 @@ private:
 
     RuntimePool* pool_;
     std::shared_ptr<State> state_;
-    std::vector<int> fds_;
     std::uint16_t port_ = 0;
     std::mutex m_;
     std::vector<JoinHandle<void>> loops_;

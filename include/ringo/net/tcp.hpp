@@ -98,6 +98,13 @@ public:
         return detail::bind_as<TcpListener>(
             addr, detail::is_ip(addr), {.type = SOCK_STREAM, .protocol = IPPROTO_TCP, .opts = opts, .listen = true});
     }
+    /// The same set-up with plain system calls (socket, setsockopt, bind, listen), callable
+    /// where no runtime runs: a constructor, or main before its runtime starts. The listener
+    /// may then be used on any runtime.
+    static Result<TcpListener> bind_sync(const SocketAddr& addr, ListenOptions opts = {}) noexcept {
+        return detail::bind_sync_as<TcpListener>(
+            addr, detail::is_ip(addr), {.type = SOCK_STREAM, .protocol = IPPROTO_TCP, .opts = opts, .listen = true});
+    }
 };
 
 } // namespace ringo::net

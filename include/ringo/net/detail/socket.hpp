@@ -97,6 +97,16 @@ struct BindSpec {
     bool listen = false; // listen(opts.backlog) after bind
 };
 
+/// The socket options `spec` asks for (SO_REUSEADDR, SO_REUSEPORT) set on `s`: 0 or -errno.
+inline int set_bind_options(int s, const BindSpec& spec) noexcept {
+    int one = 1;
+    if (spec.opts.reuse_addr && ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        return -errno;
+    if (spec.opts.reuse_port && ::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+        return -errno;
+    return 0;
+}
+
 /// A socket of `addr`'s family as `spec` says, bound to `addr` (and listening), as an S
 /// (constructed from the Fd). EAFNOSUPPORT when `family_ok` is false. One frame per call.
 template <class S>
@@ -107,17 +117,30 @@ Task<Result<S>> bind_as(SocketAddr addr, bool family_ok, BindSpec spec) {
     if (s < 0)
         co_return errno_code(s);
     Fd fd(s);
-    int one = 1;
-    if (spec.opts.reuse_addr && ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
-        co_return errno_code(errno);
-    if (spec.opts.reuse_port && ::setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
-        co_return errno_code(errno);
+    if (int e = set_bind_options(s, spec); e < 0)
+        co_return errno_code(e);
     int r = co_await op::bind(fd, addr.data(), addr.size());
     if (r == 0 && spec.listen)
         r = co_await op::listen(fd, spec.opts.backlog);
     if (r < 0)
         co_return errno_code(r);
     co_return S(std::move(fd));
+}
+
+/// bind_as with plain system calls (socket, setsockopt, bind, listen), for setting a socket
+/// up where no runtime runs (a constructor, main before block_on).
+template <class S>
+Result<S> bind_sync_as(const SocketAddr& addr, bool family_ok, const BindSpec& spec) noexcept {
+    if (!family_ok)
+        return std::make_error_code(std::errc::address_family_not_supported);
+    Fd fd(::socket(addr.family(), spec.type | SOCK_CLOEXEC, spec.protocol));
+    if (!fd)
+        return errno_code(errno);
+    if (int e = set_bind_options(fd.get(), spec); e < 0)
+        return errno_code(e);
+    if (::bind(fd.get(), addr.data(), addr.size()) != 0 || (spec.listen && ::listen(fd.get(), spec.opts.backlog) != 0))
+        return errno_code(errno);
+    return S(std::move(fd));
 }
 
 /// A new socket of `addr`'s family and `type` connected to `addr` (IORING_OP_CONNECT), as an
