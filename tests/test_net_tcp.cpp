@@ -1,8 +1,9 @@
 // net/tcp.hpp: TcpListener and TcpStream on loopback. An echo round trip over IPv4 and IPv6,
 // 1 MiB each way with read_exact/write_all, the errors a program meets (refused, address in
 // use, a peer that resets, a connect that times out, end of stream too early), accept's peer
-// address, close and shutdown, a task cancelled in read (no descriptor stays open), and the
-// echo server and client of docs/net.md.
+// address, close and shutdown, a task cancelled in read and a connection handler cancelled at
+// each of its awaits (no descriptor stays open), bind_sync, and the echo server and client of
+// docs/net.md.
 #include <ringo/net/tcp.hpp>
 #include <ringo/ringo.hpp>
 
@@ -21,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -320,6 +322,163 @@ TEST(Tcp, CancelledReadLeavesNoDescriptorOpen) {
         rt.block_on(cancel_blocked_reads());
     }
     EXPECT_EQ(open_fds(), before);
+}
+
+// A connection handler cancelled at each of its awaits. The handler, written with the front
+// door's types as a small proxy would be: it accepts a client, reads its request line, opens a
+// file, connects upstream, forwards the line, waits for the upstream's answer, reads the file,
+// sends the client 8 MiB, sleeps, shuts its sending side down and closes the upstream. Before
+// each await it says which one it is at (HandlerProbe::step). Two ways to be cancelled at each:
+// just before it (the await is refused; close, a release operation, still closes), and, at
+// the awaits that wait for the peer or the clock, while suspended there. No descriptor may be
+// left open on any path.
+constexpr int handler_awaits = 11;
+constexpr int handler_done = handler_awaits + 1;
+
+struct HandlerProbe {
+    int at = 0;                       // the await the handler is at (1..11)
+    int cancel_at = 0;                // it cancels itself just before this await (0: never)
+    int ended_at = 0;                 // the await whose failure ended it; handler_done: it finished
+    std::chrono::milliseconds nap{1}; // its sleep (await 9)
+    ringo::JoinHandle<void>* self = nullptr;
+    void step(int k) {
+        at = k;
+        if (k == cancel_at)
+            self->cancel(); // from its own runtime: the flag is set, nothing is in flight
+    }
+    void end(int k) { ended_at = k; }
+};
+
+const std::string& eight_mib() {
+    static const std::string s(8 << 20, 'p');
+    return s;
+}
+
+Task<void> proxy_handler(TcpListener& l, SocketAddr upstream, std::string path, HandlerProbe& p) {
+    p.step(1);
+    Result<Accepted> a = co_await l.accept();
+    if (!a)
+        co_return p.end(1);
+    ringo::BufReader<TcpStream> client(std::move(a->stream));
+    std::string line;
+    p.step(2);
+    Result<bool> got = co_await client.read_line(line);
+    if (!got || !*got)
+        co_return p.end(2);
+    p.step(3);
+    Result<ringo::fs::File> f = co_await ringo::fs::File::open(path);
+    if (!f)
+        co_return p.end(3);
+    p.step(4);
+    Result<TcpStream> up = co_await TcpStream::connect(upstream);
+    if (!up)
+        co_return p.end(4);
+    p.step(5);
+    Result<void> fwd = co_await up->write_all(line);
+    if (!fwd)
+        co_return p.end(5);
+    char answer = 0;
+    p.step(6);
+    Result<std::size_t> ans = co_await up->read(&answer, 1);
+    if (!ans || *ans != 1)
+        co_return p.end(6);
+    char head[4];
+    p.step(7);
+    Result<std::size_t> r = co_await f->read_at(head, sizeof head, 0);
+    if (!r)
+        co_return p.end(7);
+    p.step(8);
+    Result<void> big = co_await client.get().write_all(eight_mib());
+    if (!big)
+        co_return p.end(8);
+    p.step(9);
+    int slept = co_await ringo::sleep_for(p.nap);
+    if (slept != 0)
+        co_return p.end(9);
+    p.step(10);
+    Result<void> sh = co_await client.get().shutdown(SHUT_WR);
+    if (!sh)
+        co_return p.end(10);
+    p.step(11);
+    Result<void> closed = co_await up->close();
+    if (!closed)
+        co_return p.end(11);
+    p.end(handler_done);
+}
+
+// One round on a runtime of its own: plays the client and the upstream, moving the handler on
+// from each await that waits for them, and cancels it as `p` says (cancel_while_at: once it
+// waits there). This task runs only while the handler is suspended, so `p.at == k` means it
+// waits at await k.
+Task<void> handler_round(TcpListener& l, TcpListener& ul, std::string path, HandlerProbe& p, int cancel_while_at) {
+    auto h = ringo::spawn(proxy_handler(l, *ul.local_addr(), path, p));
+    p.self = &h;
+    std::optional<TcpStream> client, upstream_side;
+    std::string sink(8 << 20, '\0');
+    int advanced = 0; // the last await moved on from
+    for (int spins = 0; !h.is_finished() && spins < 5000; ++spins) {
+        if (cancel_while_at && p.at == cancel_while_at) {
+            h.cancel();
+            break;
+        }
+        if (p.at != advanced) {
+            advanced = p.at;
+            if (p.at == 1) {
+                Result<TcpStream> c = co_await TcpStream::connect(*l.local_addr());
+                EXPECT_TRUE(c.ok()) << c.message();
+                client = std::move(*c);
+            } else if (p.at == 2) {
+                EXPECT_TRUE((co_await client->write_all(std::string_view("GET /x\n"))).ok());
+            } else if (p.at == 6) {
+                Result<Accepted> u = co_await ul.accept();
+                EXPECT_TRUE(u.ok()) << u.message();
+                upstream_side = std::move(u->stream);
+                EXPECT_TRUE((co_await upstream_side->write_all(std::string_view("!"))).ok());
+            } else if (p.at == 8) {
+                EXPECT_TRUE((co_await client->read_exact(sink.data(), sink.size())).ok());
+            }
+        }
+        co_await ringo::sleep_for(1ms);
+    }
+    co_await h;
+}
+
+TEST(Tcp, AHandlerCancelledAtEachAwaitLeavesNoDescriptorOpen) {
+    ringo_test::TempDir dir;
+    const std::string path = dir.file("served");
+    {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs("file", f);
+        std::fclose(f);
+    }
+    // Each round: its own listeners (client and upstream), set up outside any runtime, and a
+    // runtime of its own; everything the handler opened must be closed when they are gone.
+    auto round = [&](int cancel_at, int cancel_while_at) {
+        HandlerProbe p;
+        p.cancel_at = cancel_at;
+        if (cancel_while_at == 9)
+            p.nap = std::chrono::hours(1); // only cancellation ends it
+        const int before = open_fds();
+        {
+            Result<TcpListener> l = TcpListener::bind_sync(SocketAddr::v4_loopback(0));
+            Result<TcpListener> ul = TcpListener::bind_sync(SocketAddr::v4_loopback(0));
+            EXPECT_TRUE(l.ok() && ul.ok());
+            ringo::Runtime rt;
+            rt.block_on(handler_round(*l, *ul, path, p, cancel_while_at));
+        }
+        EXPECT_EQ(open_fds(), before) << "cancelled before await " << cancel_at << " / while at " << cancel_while_at;
+        return p.ended_at;
+    };
+    // Not cancelled: it runs to the end (the round plays its part at every await).
+    EXPECT_EQ(round(0, 0), handler_done);
+    // Cancelled just before each await: that await fails and ends it; close still closes.
+    for (int k = 1; k <= handler_awaits; ++k)
+        EXPECT_EQ(round(k, 0), k == 11 ? handler_done : k) << "cancelled before await " << k;
+    // Cancelled while suspended at each await that waits: accept, the line, the upstream's
+    // answer, 8 MiB to a client that does not read, the sleep.
+    for (int k : {1, 2, 6, 8, 9})
+        EXPECT_EQ(round(0, k), k) << "cancelled while at await " << k;
 }
 
 TEST(Tcp, CloseReportsAndWorksInACancelledTask) {
