@@ -90,7 +90,7 @@ private:
 };
 
 struct Server {
-    int root = -1; // the served folder, opened once
+    ringo::Fd root; // the served folder, opened once
     // --inline PATH:TEXT: an answer kept in memory for one target path (no file I/O), as a
     // web server's configured fixed response is.
     std::string inline_path, inline_body;
@@ -217,7 +217,7 @@ ringo::Task<int> open_file(const Server& srv, const char* path, ringo::fs::File&
     open_how how{};
     how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-    int fd = co_await ringo::op::openat2(srv.root, path, &how);
+    int fd = co_await ringo::op::openat2(srv.root.get(), path, &how);
     if (fd < 0)
         co_return fd == -EACCES || fd == -EPERM ? 403 : fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM ? 503 : 404;
     file = ringo::fs::File{ringo::Fd(fd)};
@@ -480,13 +480,11 @@ int main(int argc, char** argv) {
         srv.inline_path = o.inline_answer.substr(0, colon);
         srv.inline_body = o.inline_answer.substr(colon + 1);
     }
-    srv.root = ::open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (srv.root < 0) {
+    srv.root = ringo::Fd(::open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!srv.root) {
         std::fprintf(stderr, "http_file_server: %s: %s\n", o.root, std::strerror(errno));
         return 1;
     }
     ::signal(SIGPIPE, SIG_IGN); // splice into a socket the client closed: EPIPE, not a signal
-    int rc = o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
-    ::close(srv.root);
-    return rc;
+    return o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
 }

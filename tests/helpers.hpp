@@ -8,8 +8,11 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
+
+#include <ringo/net/tcp.hpp>
 
 namespace ringo_test {
 
@@ -45,23 +48,22 @@ private:
     std::filesystem::path path_;
 };
 
-/// A TCP listener on 127.0.0.1 with an ephemeral port.
+/// A TCP listener on 127.0.0.1 with an ephemeral port: a net::TcpListener that owns it, and
+/// the raw descriptor and address that the op:: tests use.
 struct Listener {
-    int fd = -1;
-    sockaddr_in addr{};
-    Listener() {
-        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        addr.sin_family = AF_INET;
-        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        addr.sin_port = 0;
-        ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-        ::listen(fd, 64);
-        socklen_t len = sizeof addr;
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    }
-    ~Listener() {
-        if (fd >= 0)
-            ::close(fd);
+    ringo::net::TcpListener owner =
+        ringo::net::TcpListener::bind_sync(ringo::net::SocketAddr::v4_loopback(0), {.backlog = 64}).value();
+    int fd = owner.fd().get();
+    sockaddr_in addr = v4(owner.local_addr().value());
+    // Closed at once, even inside a runtime (where an Fd's close goes through the ring, later):
+    // a test may need the port free as soon as the listener is gone (closed_port).
+    ~Listener() { ::close(owner.take_fd().release()); }
+
+private:
+    static sockaddr_in v4(const ringo::net::SocketAddr& a) {
+        sockaddr_in in{};
+        std::memcpy(&in, a.data(), sizeof in);
+        return in;
     }
 };
 
