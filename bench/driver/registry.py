@@ -556,6 +556,12 @@ def _micro_targets() -> list[Target]:
         Target("ringo high-level", "ringo", 0.98, "every x", "an echo server written with net::TcpStream within 2 % "
                "of the same server written with op:: (CPU time per message)", panel="layer-echo", on="cpu_us_per_op",
                from_instructions=True),
+        # ... and no heap allocation per operation (a counting operator new in the program; the
+        # few of its set-up spread over 100 000 operations stay far below the bar).
+        Target("ringo high-level", "", 0, "every x", "fs::File::read_at allocates nothing per read",
+               field="allocs_per_op", max_value=0.001, panel="layer-read"),
+        Target("ringo high-level", "", 0, "every x", "the net::TcpStream echo server allocates nothing per message",
+               field="allocs_per_op", max_value=0.001, panel="layer-echo"),
     ]
 
 
@@ -716,17 +722,17 @@ FIGURES: list[Figure] = [
                "spawn targets on the reference VMs: the spawn panel's two bars are out of reach there, because "
                "the first touch of a task's memory costs more than the bar leaves. At 1 000 000 tasks, half of "
                "Monoio's time per task (or 60 ns) minus ringo's own cost per task (spawn-warm) is what is left "
-               "for the first touch of a frame and its run-queue slot. In this take that is 0.5 x 88.9 - 35.1 "
-               "= 9.4 ns (against 60 ns: 24.9 ns), while touching those 120 bytes cost 39.5 ns (spawn minus "
-               "spawn-warm: 0.31 ns of kernel time a byte, and 0.4-0.66 in the two takes before, on other "
+               "for the first touch of a frame and its run-queue slot. In this take that is 0.5 x 97.4 - 33.0 "
+               "= 15.7 ns (against 60 ns: 27.0 ns), while touching those 120 bytes cost 57.3 ns (spawn minus "
+               "spawn-warm: 0.48 ns of kernel time a byte, and 0.31-0.66 in the three takes before, on other "
                "VMs). Even a frame as small as Monoio's whole task (64 bytes; ringo's is 112: a promise of 80 "
                "bytes holding the join state, the owner, the exception, the cancellation context and the "
                "links of the runtime's task list, plus the compiler's 32) would take 22-48 ns to touch with "
                "its queue slot. The spawn-warm panel's half-of-Monoio bar is not met either, and for a "
                "related reason: with the memory touched, a million live tasks are bound by memory traffic, "
-               "not instructions. ringo's time per task grows from 21.6 ns at 10 000 tasks (1.85x faster "
-               "than Monoio's 40.0, the frames staying in cache) to 35.1 ns at 1 000 000 (1.24x Monoio's "
-               "43.3) for the same ~250 user-space instructions per task (callgrind), because the "
+               "not instructions. ringo's time per task grows from 20.8 ns at 10 000 tasks (1.87x faster "
+               "than Monoio's 38.9, the frames staying in cache) to 33.0 ns at 1 000 000 (1.23x Monoio's "
+               "40.7) for the same ~250 user-space instructions per task (callgrind), because the "
                "workload's three passes (spawn all, run all, join all) each carry every 112-byte frame "
                "through the caches; only a smaller frame moves that. Monoio's own times vary by a third "
                "between takes, so one take's ratio is a sample, not a constant.",

@@ -542,14 +542,14 @@ def _instructions_section(res, pname, names, xs, where) -> list[str]:
                 rows.append([name, _x_head(res, x), fnum(r.get("ns_per_op")),
                              fnum(r["cpu_us_per_op"] * 1000 if r.get("cpu_us_per_op") is not None else None),
                              fnum(r["user_us_per_op"] * 1000 if r.get("user_us_per_op") is not None else None),
-                             fnum(r["instr_per_op"])])
+                             fnum(r["instr_per_op"]), fnum(r.get("allocs_per_op"))])
     if not rows:
         return []
     L = [f"Wall time, CPU time and user-space instructions per operation{where} (wall and CPU: medians of the "
          "runs; instructions: callgrind, the slope between two run lengths, the same on every run). On a shared "
          "machine wall time is noise for an operation this small; it is judged on CPU time and instructions:", ""]
     L += _table(["", res.get("panel_x_labels", {}).get(pname, res["x_label"]), "wall ns", "CPU ns",
-                 "user CPU ns", "instructions"], rows)
+                 "user CPU ns", "instructions", "heap allocations"], rows)
     L.append("")
     return L
 

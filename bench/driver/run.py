@@ -617,6 +617,7 @@ SECONDARY = {
     "server_cpu_us_per_req": _field("server_cpu_ns_per_req", 1e-3),
     "wakeups_per_op": _first(_field("wakeups_per_op"), _per_op("wakeups")),
     "faults_per_op": _per_op("minflt"),
+    "allocs_per_op": _per_op("allocs"),
     "ns_per_op": _first(_field("ns_per_op"), _field("ns_per_roundtrip"),
                         lambda d: d["seconds"] / d["ops"] * 1e9 if d.get("ops") and d.get("seconds") else None),
     # bench_ringo_micro timeouts (report.DETAILS)

@@ -41,6 +41,8 @@
 #include <utility>
 #include <vector>
 
+#include "alloc_count.hpp" // counts heap allocations (g_allocs): the layer panels report them
+
 namespace {
 
 double cpu_seconds() {
@@ -691,7 +693,7 @@ int main(int argc, char** argv) {
             usage("an untimed round of spawn failed");
     auto st0 = rt.stats();
     double c0 = cpu_seconds(), u0 = user_cpu_seconds();
-    long f0 = minor_faults();
+    long f0 = minor_faults(), a0 = g_allocs.load(std::memory_order_relaxed);
     auto t0 = std::chrono::steady_clock::now();
     long ok;
     long ops = count;
@@ -726,7 +728,7 @@ int main(int argc, char** argv) {
         usage(("unknown subcommand " + sub).c_str());
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double cpu = cpu_seconds() - c0, user_cpu = user_cpu_seconds() - u0;
-    long minflt = minor_faults() - f0;
+    long minflt = minor_faults() - f0, allocs = g_allocs.load(std::memory_order_relaxed) - a0;
     auto st1 = rt.stats();
     bool good = ok == ops;
     if (layer_fd >= 0)
@@ -736,9 +738,10 @@ int main(int argc, char** argv) {
     std::string variant = sub.rfind("layer-", 0) == 0 ? api : "plain";
     std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"variant\":\"%s\",\"count\":%ld,\"rounds\":%ld,\"ops\":%ld,"
                 "\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"user_cpu_seconds\":%.6f,\"ns_per_op\":%.3f,"
-                "\"syscalls\":%llu,\"syscalls_per_op\":%.4f,\"minflt\":%ld,\"errors\":%ld,\"ok\":%s}\n",
+                "\"syscalls\":%llu,\"syscalls_per_op\":%.4f,\"minflt\":%ld,\"allocs\":%ld,\"errors\":%ld,"
+                "\"ok\":%s}\n",
                 sub.c_str(), variant.c_str(), count, rounds, ops, secs, cpu, user_cpu, secs * 1e9 / double(ops),
                 static_cast<unsigned long long>(st1.enters - st0.enters), double(st1.enters - st0.enters) / double(ops),
-                minflt, ops - ok, good ? "true" : "false");
+                minflt, allocs, ops - ok, good ? "true" : "false");
     return good ? 0 : 1;
 }
