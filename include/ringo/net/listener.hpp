@@ -29,8 +29,8 @@
 namespace ringo::net {
 
 /// One listening TCP socket (a TcpListener) per runtime of a RuntimePool, all bound to the
-/// same address and port with SO_REUSEPORT (the kernel spreads incoming connections over them by a hash of
-/// the connection's addresses), and one accept loop per runtime. Every accepted connection
+/// same address and port with SO_REUSEPORT (the kernel spreads incoming connections over them
+/// by a hash of the connection's addresses), and one accept loop per runtime. Every accepted connection
 /// becomes a task of the handler on the runtime that accepted it. The handler takes one of:
 ///   - `(net::TcpStream stream, net::SocketAddr peer)`: the connection and its peer's address;
 ///   - `(net::TcpStream stream)`;
@@ -62,16 +62,18 @@ namespace ringo::net {
 class ShardedListener {
 public:
     /// Binds `addr` (IPv4 or IPv6; port 0 picks a free port, which every shard then shares)
-    /// once per runtime and starts accepting. Throws std::system_error when a socket cannot
-    /// be created, bound or put in listening state (e.g. EADDRINUSE without SO_REUSEPORT on
-    /// the other socket), std::logic_error when the pool is shutting down.
+    /// once per runtime and starts accepting: `ShardedListener(pool,
+    /// *SocketAddr::parse("[::]:8080"), h)`. Throws std::system_error when a socket cannot be
+    /// created, bound or put in listening state (e.g. EADDRINUSE without SO_REUSEPORT on the
+    /// other socket), std::invalid_argument for an address of another family,
+    /// std::logic_error when the pool is shutting down.
     template <class Handler>
-    ShardedListener(RuntimePool& pool, const sockaddr* addr, socklen_t addrlen, Handler handler, int backlog = 1024)
+    ShardedListener(RuntimePool& pool, const SocketAddr& addr, Handler handler, int backlog = 1024)
         : pool_(&pool), state_(std::make_shared<State>(pool.size())) {
         static_assert(valid_handler<Handler>,
                       "ShardedListener: the handler must take (net::TcpStream, net::SocketAddr), (net::TcpStream) or "
                       "(int fd), and return a Task");
-        open_sockets(addr, addrlen, backlog);
+        open_sockets(addr, backlog);
         auto h = std::make_shared<Handler>(std::move(handler));
         try {
             for (std::size_t i = 0; i < pool.size(); ++i)
@@ -82,15 +84,14 @@ public:
         }
         hook_ = pool.add_shutdown_hook([this] { request_stop(); });
     }
-    /// Same, on `addr` (IPv4 or IPv6): `ShardedListener(pool, *SocketAddr::parse("[::]:8080"), h)`.
+    /// Same, on a sockaddr of `addrlen` bytes (IPv4 or IPv6).
     template <class Handler>
-    ShardedListener(RuntimePool& pool, const SocketAddr& addr, Handler handler, int backlog = 1024)
-        : ShardedListener(pool, addr.data(), addr.size(), std::move(handler), backlog) {}
+    ShardedListener(RuntimePool& pool, const sockaddr* addr, socklen_t addrlen, Handler handler, int backlog = 1024)
+        : ShardedListener(pool, to_socket_addr(addr, addrlen), std::move(handler), backlog) {}
     /// Same, on an IPv4 address in host byte order (INADDR_LOOPBACK, INADDR_ANY) and port.
     template <class Handler>
     ShardedListener(RuntimePool& pool, std::uint32_t ipv4, std::uint16_t port, Handler handler, int backlog = 1024)
-        : ShardedListener(pool, ipv4_addr(ipv4, port).as_sockaddr(), sizeof(sockaddr_in), std::move(handler), backlog) {
-    }
+        : ShardedListener(pool, SocketAddr::v4(ipv4, port), std::move(handler), backlog) {}
 
     ShardedListener(const ShardedListener&) = delete;
     ShardedListener& operator=(const ShardedListener&) = delete;
@@ -146,36 +147,31 @@ private:
         std::vector<TcpListener> listeners; // one per runtime; closed by stop() or with the last owner
         std::atomic<int> error{0};
     };
-    struct Ipv4 {
-        sockaddr_in a{};
-        const sockaddr* as_sockaddr() const noexcept { return reinterpret_cast<const sockaddr*>(&a); }
-    };
-    static Ipv4 ipv4_addr(std::uint32_t ip, std::uint16_t port) noexcept {
-        Ipv4 r;
-        r.a.sin_family = AF_INET;
-        r.a.sin_addr.s_addr = htonl(ip);
-        r.a.sin_port = htons(port);
-        return r;
+    [[noreturn]] static void throw_not_ip() {
+        throw std::invalid_argument("ringo: ShardedListener needs an IPv4 or IPv6 address");
+    }
+    static SocketAddr to_socket_addr(const sockaddr* addr, socklen_t addrlen) {
+        std::optional<SocketAddr> a = SocketAddr::from(addr, addrlen); // checks null and length
+        if (!a)
+            throw_not_ip();
+        return *a;
     }
 
     // Binds one listener per runtime (plain system calls: the constructor runs outside the
     // pool); on an error, those already made close with the state.
-    void open_sockets(const sockaddr* addr, socklen_t addrlen, int backlog) {
-        std::optional<SocketAddr> a;
-        if (addr && addrlen <= sizeof(sockaddr_storage) && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6))
-            a = SocketAddr::from(addr, addrlen);
-        if (!a)
-            throw std::invalid_argument("ringo: ShardedListener needs an IPv4 or IPv6 address");
+    void open_sockets(SocketAddr a, int backlog) {
+        if (!a.is_v4() && !a.is_v6())
+            throw_not_ip();
         const ListenOptions opts{.backlog = backlog, .reuse_addr = true, .reuse_port = true};
         for (std::size_t i = 0; i < state_->listeners.size(); ++i) {
-            auto l = TcpListener::bind_sync(*a, opts);
+            auto l = TcpListener::bind_sync(a, opts);
             if (!l)
-                throw std::system_error(l.error(), "ringo: ShardedListener: listening on " + a->to_string());
+                throw std::system_error(l.error(), "ringo: ShardedListener: listening on " + a.to_string());
             if (i == 0) { // port 0: every other shard takes the port the first one got
                 auto got = l->local_addr();
                 if (!got)
                     throw std::system_error(got.error(), "ringo: ShardedListener: getsockname");
-                a->set_port(got->port());
+                a.set_port(got->port());
                 port_ = got->port();
             }
             state_->listeners[i] = std::move(*l);
