@@ -12,7 +12,7 @@ void RunQueue::grow() {
     // the queued handles are neither copied nor faulted in again), then moves the part that
     // had wrapped round to the front of the old ring behind the rest.
     std::size_t cap = mask_ + 1;
-    std::size_t n = tail_ - head_;
+    std::size_t n = len_;
     auto* nb = static_cast<void**>(std::realloc(buf_, sizeof(void*) * cap * 2));
     if (!nb)
         throw std::bad_alloc();
@@ -26,7 +26,6 @@ void RunQueue::grow() {
         turn_end_ -= head_ - h;
     }
     head_ = h;
-    tail_ = h + n;
     mask_ = cap * 2 - 1;
 }
 

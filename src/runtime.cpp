@@ -18,6 +18,8 @@ namespace ringo {
 namespace detail {
 
 constinit thread_local Runtime* t_current = nullptr;
+constinit RunQueue no_runtime_queue{RunQueue::NoRuntime{}};
+constinit thread_local RunQueue* t_ready = &no_runtime_queue;
 
 namespace {
 // A coroutine that runs to its final suspend point at once and stays there.
@@ -259,7 +261,7 @@ void Runtime::flush_submissions() noexcept {
 
 void Runtime::finish_outgoing_wakes() noexcept {
     Runtime* prev = detail::t_current;
-    detail::t_current = this; // on_ring_wake_sent books the CQE on the current runtime
+    make_current(this); // on_ring_wake_sent books the CQE on the current runtime
     flush_submissions();
     reap_without_resuming(); // failed messages (sent again by system call)
     while (inbox_.outgoing() > 0) {
@@ -268,7 +270,7 @@ void Runtime::finish_outgoing_wakes() noexcept {
             break;
         reap_without_resuming();
     }
-    detail::t_current = prev;
+    make_current(prev);
 }
 
 void Runtime::post(std::coroutine_handle<> h) { inbox_.post({h.address(), nullptr}); }
@@ -344,7 +346,7 @@ void Runtime::handle_submit_error(int r) {
 }
 
 void Runtime::run_ready() {
-    // A turn resumes at most flush_interval_ tasks from the queue (yield_to_next's hand-offs
+    // A turn resumes at most flush_interval_ tasks from the queue (yield's hand-offs
     // included), then the loop flushes I/O; its resumptions are counted once, at its end.
     ready_.begin_turn(flush_interval_);
     do {
@@ -364,12 +366,12 @@ void Runtime::run(std::coroutine_handle<> root) {
         ~Guard() {
             self->running_ = false;
             self->root_ = detail::finished_coroutine();
-            detail::t_current = prev;
+            make_current(prev);
         }
     } guard{this, detail::t_current};
     running_ = true;
     root_ = root;
-    detail::t_current = this;
+    make_current(this);
 
     ready_.push(root);
     for (;;) {
@@ -464,8 +466,8 @@ void Runtime::withdraw_join_waiters() noexcept {
 
 void Runtime::shutdown() {
     Runtime* prev = detail::t_current;
-    detail::t_current = this; // frame destructors below may look for their runtime
-    flush_submissions();      // unawaited SQEs (closes) queued before the shutdown
+    make_current(this);  // frame destructors below may look for their runtime
+    flush_submissions(); // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
     alive_->store(false, std::memory_order_release);
     // 0. Take back the waits of this runtime's coroutines for tasks of other runtimes; a
@@ -521,7 +523,12 @@ void Runtime::shutdown() {
             }
         }
     }
-    detail::t_current = prev;
+    make_current(prev);
+}
+
+void Runtime::make_current(Runtime* rt) noexcept {
+    detail::t_current = rt;
+    detail::t_ready = rt ? &rt->ready_ : &detail::no_runtime_queue;
 }
 
 } // namespace ringo

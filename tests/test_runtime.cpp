@@ -380,6 +380,65 @@ TEST(Runtime, BusyRunQueueDoesNotStarveIo) {
     EXPECT_GT(spins, 0);
 }
 
+// A coroutine of no runtime's making: starts at once, never suspends at its end.
+struct Eager {
+    struct promise_type {
+        Eager get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_never final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+};
+
+Eager yield_then_mark(bool& done) {
+    co_await ringo::yield();
+    done = true;
+}
+
+TEST(Runtime, YieldWhereNoRuntimeRunsGoesOnAtOnce) {
+    bool before = false;
+    yield_then_mark(before); // no runtime has run on this thread yet
+    EXPECT_TRUE(before);
+    Runtime rt;
+    EXPECT_EQ(rt.block_on([]() -> Task<int> {
+        co_await ringo::yield();
+        co_return 7;
+    }()),
+              7);
+    bool after = false;
+    yield_then_mark(after); // the runtime is no longer this thread's: its queue is not used
+    EXPECT_TRUE(after);
+}
+
+Task<void> yield_times(int n) {
+    for (int i = 0; i < n; ++i)
+        co_await ringo::yield();
+}
+
+Task<std::uint64_t> resumptions_of_yields(int tasks, int n) {
+    Runtime& rt = *Runtime::current();
+    std::vector<ringo::JoinHandle<void>> hs;
+    for (int t = 0; t < tasks; ++t)
+        hs.push_back(ringo::spawn(yield_times(n)));
+    std::uint64_t before = rt.stats().resumptions;
+    co_await yield_times(n);
+    std::uint64_t after = rt.stats().resumptions;
+    for (auto& h : hs)
+        co_await h;
+    co_return after - before;
+}
+
+// Every yield is one resumption, counted towards the turn, whether the task was alone (it
+// may go on without suspending) or handed the thread to another; turns of 16 end on the way.
+TEST(Runtime, EveryYieldIsOneResumptionAloneOrNot) {
+    Runtime rt{RuntimeOptions{}.flush_interval(16)};
+    EXPECT_EQ(rt.block_on(resumptions_of_yields(0, 1000)), 1000u);
+    // With two others, queued in turn behind the root: while the root yields 1000 times,
+    // each of the three is resumed 1000 times (the others' starts included).
+    EXPECT_EQ(rt.block_on(resumptions_of_yields(2, 1000)), 3000u);
+}
+
 TEST(Runtime, NestedBlockOnThrows) {
     Runtime rt;
     bool threw = rt.block_on([]() -> Task<bool> {

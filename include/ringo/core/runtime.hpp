@@ -210,6 +210,9 @@ private:
     // Entry points for ringo's own layers (operations, combinators, sync, the pool), which
     // reach them through detail::RuntimeAccess: nothing here is for users to call.
     friend struct detail::RuntimeAccess;
+    /// Makes `rt` (or no runtime, when null) the one running on this thread: t_current and
+    /// its run queue, t_ready.
+    static void make_current(Runtime* rt) noexcept;
     /// Hands a freshly spawned task to this runtime from any thread.
     void post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h);
     void ops_started(std::uint32_t n) noexcept { in_flight_ += n; }
@@ -237,13 +240,6 @@ private:
     void unregister_task(detail::PromiseBase& p) noexcept { tasks_.unlink(p); }
     /// yield(): queue `h` and hand control straight to the next ready task while the
     /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
-    std::coroutine_handle<> yield_to_next(std::coroutine_handle<> h) {
-        if (ready_.turn_over()) [[unlikely]] {
-            ready_.push(h);
-            return std::noop_coroutine();
-        }
-        return ready_.rotate(h); // a pop of the turn: counted in resumptions_ when it ends
-    }
     void count_spawn() noexcept { ++tasks_spawned_; }
     /// A coroutine woken on this thread (a joiner whose task ended) takes its turn behind the
     /// tasks already ready, as a wake-up does in Tokio or Monoio, instead of jumping ahead
@@ -474,7 +470,6 @@ struct RuntimeAccess {
     static void unregister_task(Runtime& rt, PromiseBase& p) noexcept { rt.unregister_task(p); }
     static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
     static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept { return rt.queue_behind_ready(h); }
-    static std::coroutine_handle<> yield_to_next(Runtime& rt, std::coroutine_handle<> h) { return rt.yield_to_next(h); }
     [[gnu::always_inline]] static bool start_op(Runtime& rt, OpState* op) {
         return rt.start_op(op, reinterpret_cast<std::uint64_t>(op));
     }

@@ -17,26 +17,33 @@ public:
         if (!buf_)
             throw std::bad_alloc();
     }
+    /// The queue of no runtime (detail::no_runtime_queue): no buffer, never in a turn, so
+    /// yield() on it returns at once.
+    struct NoRuntime {};
+    constexpr explicit RunQueue(NoRuntime) noexcept : buf_(nullptr), mask_(0) {}
     ~RunQueue() { std::free(buf_); }
     RunQueue(const RunQueue&) = delete;
     RunQueue& operator=(const RunQueue&) = delete;
-    bool empty() const noexcept { return head_ == tail_; }
-    std::size_t size() const noexcept { return tail_ - head_; }
+    bool empty() const noexcept { return len_ == 0; }
+    std::size_t size() const noexcept { return len_; }
     // One slot always stays free (push grows before the ring fills), so rotate() can write
     // before it reads.
     void push(std::coroutine_handle<> h) {
-        if (tail_ - head_ >= mask_) [[unlikely]]
+        if (len_ >= mask_) [[unlikely]]
             grow();
-        buf_[tail_++ & mask_] = h.address();
+        buf_[(head_ + len_++) & mask_] = h.address();
     }
     /// push() when it needs no growth; false (nothing queued) otherwise.
     [[nodiscard]] bool try_push(std::coroutine_handle<> h) noexcept {
-        if (tail_ - head_ >= mask_) [[unlikely]]
+        if (len_ >= mask_) [[unlikely]]
             return false;
-        buf_[tail_++ & mask_] = h.address();
+        buf_[(head_ + len_++) & mask_] = h.address();
         return true;
     }
-    std::coroutine_handle<> pop() noexcept { return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]); }
+    std::coroutine_handle<> pop() noexcept {
+        --len_;
+        return std::coroutine_handle<>::from_address(buf_[head_++ & mask_]);
+    }
     /// A turn of the run loop: at most `n` pops (pop or rotate) until turn_over() says so.
     /// Outside a turn, turn_over() is true.
     void begin_turn(std::size_t n) noexcept {
@@ -52,25 +59,53 @@ public:
         turn_start_ = turn_end_ = 0;
         return n;
     }
+    /// What a yield of coroutine `h` resumes: the next ready coroutine (rotate), or, when the
+    /// turn is over, none (`h` queued; std::noop_coroutine(), back to the run loop). On the
+    /// queue of no runtime, `h` itself.
+    std::coroutine_handle<> yield(std::coroutine_handle<> h) {
+        if (turn_over()) [[unlikely]]
+            return yield_at_turn_end(h);
+        return rotate(h); // a pop of the turn: counted in the runtime's resumptions when it ends
+    }
+    /// A yield that needs no suspension: the coroutine is alone in the queue and the turn
+    /// goes on, so rotate() would hand it back to itself. Counts the pop; false (nothing
+    /// done) otherwise.
+    [[nodiscard]] bool try_yield_alone() noexcept {
+        if (len_ != 0 || head_ >= turn_end_)
+            return false;
+        ++head_;
+        return true;
+    }
     /// Pushes `h` at the back and pops the front: the next task, or `h` itself when the
     /// queue was empty. Never grows.
     std::coroutine_handle<> rotate(std::coroutine_handle<> h) noexcept {
         void** b = buf_;
-        std::size_t m = mask_, t = tail_, hd = head_;
-        b[t & m] = h.address();
-        tail_ = t + 1;
+        std::size_t m = mask_, hd = head_;
+        b[(hd + len_) & m] = h.address();
         head_ = hd + 1;
         return std::coroutine_handle<>::from_address(b[hd & m]);
     }
 
 private:
     void grow();
+    std::coroutine_handle<> yield_at_turn_end(std::coroutine_handle<> h) {
+        if (!buf_) // no runtime
+            return h;
+        push(h);
+        return std::noop_coroutine();
+    }
     void** buf_;
     std::size_t mask_;
-    std::size_t head_ = 0;
-    std::size_t tail_ = 0;
-    std::size_t turn_start_ = 0; // head_ when the turn began
+    std::size_t head_ = 0;       // index of the front (masked on use)
+    std::size_t len_ = 0;        // handles queued, from head_ on
     std::size_t turn_end_ = 0;   // head_ at which the turn is over; 0 outside a turn
+    std::size_t turn_start_ = 0; // head_ when the turn began
 };
+
+/// The run queue of no runtime: where t_ready points on a thread that runs none.
+extern constinit RunQueue no_runtime_queue;
+/// The run queue of the runtime running on this thread (Runtime::current()), or
+/// no_runtime_queue: what a yield needs, one load away, with no null check.
+extern constinit thread_local RunQueue* t_ready;
 
 } // namespace ringo::detail
