@@ -263,7 +263,9 @@ ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Requ
         auto w = co_await s.write_all(b.out, n + size);
         co_return static_cast<bool>(w);
     }
-    auto w = co_await s.write_all(b.out, n);
+    // MSG_MORE: the head waits for the body's first bytes and leaves with them, as nginx's
+    // tcp_nopush does, instead of in a packet of its own that the client wakes up for alone.
+    auto w = co_await s.write_all(b.out, n, MSG_MORE);
     if (!w)
         co_return false;
     co_return co_await splice_body(s, file, size, pipe);
