@@ -645,7 +645,8 @@ FIGURES: list[Figure] = [
                "nginx 1.22 (Debian): one process that is its own worker (daemon off, master_process off), "
                "access log off, sendfile on, tcp_nopush on, keep-alive without a request limit. ringo: "
                "examples/http_file_server on one runtime (files of 16 KiB or less sent with their head in one "
-               "send, larger ones spliced through a pipe). A fresh server process per run.",
+               "send; a larger one's head sent with MSG_MORE, its body by sendfile on the socket made "
+               "non-blocking for the call, an io_uring poll waiting for room). A fresh server process per run.",
                "wrk -t1 -cN -dS --timeout 10s --latency; a run with any non-2xx answer or socket error "
                "(connect, read, write, timeout) is failed. The open-file limit is raised to 65 536 for wrk "
                "and both servers."],

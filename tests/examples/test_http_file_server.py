@@ -303,6 +303,17 @@ def main():
             check(rc == 0, f"SIGTERM: exit status {rc}: {err!r}")
             test_drain(root, files, threads)
             test_stuck_client_cancelled(root, threads)
+        # Large files go out by sendfile(2) by default; --body splice sends them through a pipe.
+        print("== 1 runtime, --body splice", flush=True)
+        srv = Server(root, "--body", "splice", "--inline", "/mem:Hello from memory\n")
+        curl(srv.url + "/one.txt")
+        base, base_list = srv.fds(), srv.fd_list()
+        test_files(srv, root, files, tmp)
+        test_head_keepalive_pipelining(srv, files)
+        test_load(srv)
+        check(srv.wait_fds(base, 5) <= base, f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
+        rc, out, err = srv.stop(signal.SIGTERM)
+        check(rc == 0, f"SIGTERM (--body splice): exit status {rc}: {err!r}")
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
