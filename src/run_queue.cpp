@@ -21,11 +21,15 @@ void RunQueue::grow() {
     if (wrapped)
         std::memcpy(nb + cap, nb, sizeof(void*) * wrapped);
     buf_ = nb;
-    if (turn_end_) { // a turn under way keeps its place: indices move down with head_
-        turn_start_ -= head_ - h;
-        turn_end_ -= head_ - h;
+    // The front moves to slot h of the new ring, its index to h + 2 * cap: the same slot, and
+    // never 0, so a turn under way (whose indices move with it) cannot end up at turn_end_
+    // == 0, which means outside a turn.
+    std::size_t new_head = h + cap * 2;
+    if (turn_end_) {
+        turn_start_ = turn_start_ - head_ + new_head;
+        turn_end_ = turn_end_ - head_ + new_head;
     }
-    head_ = h;
+    head_ = new_head;
     mask_ = cap * 2 - 1;
 }
 

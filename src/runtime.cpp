@@ -465,8 +465,14 @@ void Runtime::withdraw_join_waiters() noexcept {
 }
 
 void Runtime::shutdown() {
-    Runtime* prev = detail::t_current;
-    make_current(this);  // frame destructors below may look for their runtime
+    // Frame destructors below may look for their runtime. The previous one comes back however
+    // this ends (a failed submission throws, and ~Runtime reports it): no thread is left with
+    // a current runtime, or run queue, that is gone.
+    struct Restore {
+        Runtime* prev;
+        ~Restore() { make_current(prev); }
+    } restore{detail::t_current};
+    make_current(this);
     flush_submissions(); // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
     alive_->store(false, std::memory_order_release);
@@ -523,7 +529,6 @@ void Runtime::shutdown() {
             }
         }
     }
-    make_current(prev);
 }
 
 void Runtime::make_current(Runtime* rt) noexcept {

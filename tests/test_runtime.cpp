@@ -359,6 +359,24 @@ TEST(Runtime, CqOverflowIsBackPressureAndLosesNoCompletion) {
     EXPECT_FALSE(rt.ring().cq_overflowed());
 }
 
+// A turn keeps its count when the queue grows just as it ends, its front at slot 0 (the turn
+// was once taken for no turn at all there, and its pops went uncounted).
+TEST(RunQueue, ATurnKeepsItsCountWhenTheQueueGrowsAsItEnds) {
+    ringo::detail::RunQueue q;
+    auto h = [](std::uintptr_t i) { return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(i * 8 + 8)); };
+    q.push(h(0));
+    q.begin_turn(1024); // the first ring has 1024 slots: the turn ends with the front at slot 0
+    for (std::uintptr_t i = 0; i < 1024; ++i)
+        (void)q.rotate(h(i + 1));
+    ASSERT_TRUE(q.turn_over());
+    for (std::uintptr_t i = 0; i < 1100; ++i) // grows
+        q.push(h(2000 + i));
+    EXPECT_TRUE(q.turn_over());
+    EXPECT_EQ(q.popped_in_turn(), 1024u);
+    EXPECT_EQ(q.end_turn(), 1024u);
+    EXPECT_EQ(q.size(), 1101u);
+}
+
 TEST(Runtime, BusyRunQueueDoesNotStarveIo) {
     // One task yields in a loop until a timer fires; the timer's completion must be
     // reaped although the run queue never empties.
