@@ -59,7 +59,8 @@ public:
     /// (MSG_NOSIGNAL). `flags` adds send(2) flags, such as MSG_MORE: more follows at once, so
     /// the kernel holds back a partial segment until the next send without it (or for about
     /// 200 ms at most): the head of an HTTP answer then leaves with the first bytes of its
-    /// body, not in a packet of its own.
+    /// body, not in a packet of its own. The flags go to the kernel as they are: with
+    /// MSG_DONTWAIT a full socket yields EAGAIN instead of waiting for room.
     SendAwait write(const void* buf, std::size_t len, int flags = 0) noexcept {
         return SendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL | flags);
     }
