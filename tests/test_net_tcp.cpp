@@ -1,9 +1,9 @@
 // net/tcp.hpp: TcpListener and TcpStream on loopback. An echo round trip over IPv4 and IPv6,
 // 1 MiB each way with read_exact/write_all, the errors a program meets (refused, address in
 // use, a peer that resets, a connect that times out, end of stream too early), accept's peer
-// address, close and shutdown, send flags (MSG_MORE), a task cancelled in read and a connection handler cancelled at
-// each of its awaits (no descriptor stays open), bind_sync, and the echo server and client of
-// docs/net.md.
+// address, close and shutdown, send flags (MSG_MORE), a task cancelled in read and a
+// connection handler cancelled at each of its awaits (no descriptor stays open), bind_sync,
+// and the echo server and client of docs/net.md.
 #include <ringo/net/tcp.hpp>
 #include <ringo/ringo.hpp>
 

@@ -238,8 +238,6 @@ private:
     void link_task(detail::PromiseBase& p) noexcept { tasks_.link(p); }
     /// Takes `p` off the list of live tasks (TaskList::unlink).
     void unregister_task(detail::PromiseBase& p) noexcept { tasks_.unlink(p); }
-    /// yield(): queue `h` and hand control straight to the next ready task while the
-    /// run loop's budget lasts; otherwise go back to the loop (which then flushes I/O).
     void count_spawn() noexcept { ++tasks_spawned_; }
     /// A coroutine woken on this thread (a joiner whose task ended) takes its turn behind the
     /// tasks already ready, as a wake-up does in Tokio or Monoio, instead of jumping ahead
