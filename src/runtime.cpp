@@ -260,8 +260,7 @@ void Runtime::flush_submissions() noexcept {
 }
 
 void Runtime::finish_outgoing_wakes() noexcept {
-    Runtime* prev = detail::t_current;
-    make_current(this); // on_ring_wake_sent books the CQE on the current runtime
+    CurrentFor current{this}; // on_ring_wake_sent books the CQE on the current runtime
     flush_submissions();
     reap_without_resuming(); // failed messages (sent again by system call)
     while (inbox_.outgoing() > 0) {
@@ -270,7 +269,6 @@ void Runtime::finish_outgoing_wakes() noexcept {
             break;
         reap_without_resuming();
     }
-    make_current(prev);
 }
 
 void Runtime::post(std::coroutine_handle<> h) { inbox_.post({h.address(), nullptr}); }
@@ -468,11 +466,7 @@ void Runtime::shutdown() {
     // Frame destructors below may look for their runtime. The previous one comes back however
     // this ends (a failed submission throws, and ~Runtime reports it): no thread is left with
     // a current runtime, or run queue, that is gone.
-    struct Restore {
-        Runtime* prev;
-        ~Restore() { make_current(prev); }
-    } restore{detail::t_current};
-    make_current(this);
+    CurrentFor current{this};
     flush_submissions(); // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
     alive_->store(false, std::memory_order_release);

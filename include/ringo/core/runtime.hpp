@@ -213,6 +213,14 @@ private:
     /// Makes `rt` (or no runtime, when null) the one running on this thread: t_current and
     /// its run queue, t_ready.
     static void make_current(Runtime* rt) noexcept;
+    /// make_current(rt) for a scope: the thread's previous runtime comes back however it ends.
+    struct CurrentFor {
+        explicit CurrentFor(Runtime* rt) noexcept : prev(current()) { make_current(rt); }
+        ~CurrentFor() { make_current(prev); }
+        CurrentFor(const CurrentFor&) = delete;
+        CurrentFor& operator=(const CurrentFor&) = delete;
+        Runtime* prev;
+    };
     /// Hands a freshly spawned task to this runtime from any thread.
     void post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h);
     void ops_started(std::uint32_t n) noexcept { in_flight_ += n; }
