@@ -1,8 +1,10 @@
 // ringo's runtime micro benchmarks with the command line and JSON line of the Rust
 // baselines (bench/rust/README.md), for the suite's "micro" figure:
-//   bench_ringo_micro spawn --count N [--batch B] [--rounds R] | yield --count N [--in task|root] | nop --count N
+//   bench_ringo_micro spawn --count N [--batch B] [--rounds R] [--frame-pad P] | yield --count N [--in task|root]
+//                                            | nop --count N
 //                                            (spawn: B tasks alive at once, all N by default; R rounds
-//                                            of the whole workload on one runtime, the last one timed)
+//                                            of the whole workload on one runtime, the last one timed;
+//                                            P = 16, 48 or 80: task frames that many bytes larger)
 //   bench_ringo_micro switch --count N      two tasks yielding in turn: N switches between them
 //   bench_ringo_micro when-all-nop --count N [--batch B]   when_all(std::vector<op::Nop>)
 //   bench_ringo_micro when-all-nop-static --count N        when_all(nop(), ... 32 times)
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -69,28 +72,43 @@ long minor_faults() {
 [[noreturn]] void usage(const char* msg) {
     std::fprintf(stderr,
                  "error: %s\nusage: bench_ringo_micro spawn|yield|nop|when-all-nop|when-all-nop-static|timeouts --count N "
-                 "[--batch B] [--rounds R]\n", msg);
+                 "[--batch B] [--rounds R] [--frame-pad P]\n", msg);
     std::printf("{\"bench\":\"micro\",\"impl\":\"ringo\",\"ok\":false,\"error\":\"usage: %s\"}\n", msg);
     std::exit(2);
 }
 
 ringo::Task<void> empty() { co_return; }
 
+// spawn --frame-pad P: an empty task whose frame is P bytes larger (a parameter of P bytes
+// is kept in the frame), to measure what each byte of a task's frame costs (frame_slope.sh).
+template <std::size_t Pad>
+ringo::Task<void> padded(std::array<char, Pad>) {
+    co_return;
+}
+struct MakeEmpty {
+    ringo::Task<void> operator()() const { return empty(); }
+};
+template <std::size_t Pad>
+struct MakePadded {
+    ringo::Task<void> operator()() const { return padded<Pad>({}); }
+};
+
 // The Condy benchmark's workload, as the Rust and Asio programs run it: spawn `batch` empty
 // tasks (all `n` at once by default), keeping their handles, then await each; --batch 1 is
 // one task alive at a time (spawn, join, spawn ...).
-ringo::Task<long> spawn_loop(long n, long batch) {
+template <class Make = MakeEmpty>
+ringo::Task<long> spawn_loop(long n, long batch, Make make = {}) {
     std::vector<ringo::JoinHandle<void>> hs;
     hs.reserve(static_cast<std::size_t>(batch));
     long done = 0;
     for (long left = n; left > 0;) {
         long k = left < batch ? left : batch;
         if (k == 1) { // one alive at a time: no vector in the way
-            co_await ringo::spawn(empty());
+            co_await ringo::spawn(make());
             ++done;
         } else {
             for (long i = 0; i < k; ++i)
-                hs.push_back(ringo::spawn(empty()));
+                hs.push_back(ringo::spawn(make()));
             for (auto& h : hs) {
                 co_await h;
                 ++done;
@@ -100,6 +118,41 @@ ringo::Task<long> spawn_loop(long n, long batch) {
         left -= k;
     }
     co_return done;
+}
+
+// spawn_loop with frames `pad` bytes larger than an empty task's (0, 16, 48 or 80).
+ringo::Task<long> spawn_loop_padded(long n, long batch, long pad) {
+    switch (pad) {
+    case 16:
+        return spawn_loop(n, batch, MakePadded<16>{});
+    case 48:
+        return spawn_loop(n, batch, MakePadded<48>{});
+    case 80:
+        return spawn_loop(n, batch, MakePadded<80>{});
+    default:
+        return spawn_loop(n, batch);
+    }
+}
+
+// The bytes a task frame of the spawn workload takes in ringo's frame pool: the distance
+// between two frames carved one after the other (the pool's free lists are empty at first).
+template <class Make>
+long frame_distance(Make make) {
+    auto a = make();
+    auto b = make();
+    return std::labs(static_cast<char*>(b.handle().address()) - static_cast<char*>(a.handle().address()));
+}
+long spawn_frame_bytes(long pad) {
+    switch (pad) {
+    case 16:
+        return frame_distance(MakePadded<16>{});
+    case 48:
+        return frame_distance(MakePadded<48>{});
+    case 80:
+        return frame_distance(MakePadded<80>{});
+    default:
+        return frame_distance(MakeEmpty{});
+    }
 }
 
 ringo::Task<long> yield_loop(long n) {
@@ -620,7 +673,7 @@ int main(int argc, char** argv) {
     if (std::string(argv[1]) == "pool-switch")
         return pool_switch_main(argc, argv);
     std::string sub = argv[1];
-    long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256, spawn_batch = 0, rounds = 1;
+    long count = -1, batch = 32, pairs = 1, capacity = 1024, sq = 256, spawn_batch = 0, rounds = 1, frame_pad = 0;
     bool in_root = false; // --in task|root: where the body runs (as the Rust programs' option)
     std::string api = "op"; // layer-read: op | file; layer-echo: op | stream
     for (int i = 2; i < argc; ++i) {
@@ -642,7 +695,7 @@ int main(int argc, char** argv) {
         }
         char* end = nullptr;
         long v = std::strtol(argv[++i], &end, 10);
-        if (!end || *end || v < 0 || (v == 0 && a != "--batch")) // spawn --batch 0: all at once
+        if (!end || *end || v < 0 || (v == 0 && a != "--batch" && a != "--frame-pad")) // spawn --batch 0: all at once
             usage(("bad value for " + a).c_str());
         if (a == "--count" || a == "--messages")
             count = v;
@@ -656,6 +709,11 @@ int main(int argc, char** argv) {
             sq = v;
         else if (a == "--rounds" && sub == "spawn")
             rounds = v;
+        else if (a == "--frame-pad" && sub == "spawn") {
+            if (v != 0 && v != 16 && v != 48 && v != 80)
+                usage("--frame-pad takes 0, 16, 48 or 80");
+            frame_pad = v;
+        }
         else
             usage(("unknown option " + a).c_str());
     }
@@ -684,12 +742,13 @@ int main(int argc, char** argv) {
     } else if (sub == "layer-echo" && !tcp_pair(layer_fd, layer_fd2)) {
         usage("a loopback TCP connection could not be made");
     }
+    const long frame_bytes = sub == "spawn" ? spawn_frame_bytes(frame_pad) : 0;
     ringo::Runtime rt;
     const long spawn_batch_all = spawn_batch <= 0 || spawn_batch > count ? count : spawn_batch;
     // spawn --rounds R: the rounds before the last run untimed, so the timed one finds the
     // memory its tasks need already touched (frames, run queue) as a long-running program does.
     for (long r = 1; sub == "spawn" && r < rounds; ++r)
-        if (rt.block_on(spawn_loop(count, spawn_batch_all)) != count)
+        if (rt.block_on(spawn_loop_padded(count, spawn_batch_all, frame_pad)) != count)
             usage("an untimed round of spawn failed");
     auto st0 = rt.stats();
     double c0 = cpu_seconds(), u0 = user_cpu_seconds();
@@ -698,7 +757,7 @@ int main(int argc, char** argv) {
     long ok;
     long ops = count;
     if (sub == "spawn")
-        ok = rt.block_on(spawn_loop(count, spawn_batch_all));
+        ok = rt.block_on(spawn_loop_padded(count, spawn_batch_all, frame_pad));
     else if (sub == "yield")
         ok = in_root ? rt.block_on(yield_loop(count)) : rt.block_on(in_task(yield_loop(count)));
     else if (sub == "switch")
@@ -736,11 +795,14 @@ int main(int argc, char** argv) {
     if (layer_fd2 >= 0)
         ::close(layer_fd2);
     std::string variant = sub.rfind("layer-", 0) == 0 ? api : "plain";
-    std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"variant\":\"%s\",\"count\":%ld,\"rounds\":%ld,\"ops\":%ld,"
+    if (frame_pad)
+        variant = "frame-pad-" + std::to_string(frame_pad);
+    std::string extra = frame_bytes ? ",\"frame_bytes\":" + std::to_string(frame_bytes) : "";
+    std::printf("{\"bench\":\"%s\",\"impl\":\"ringo\",\"variant\":\"%s\"%s,\"count\":%ld,\"rounds\":%ld,\"ops\":%ld,"
                 "\"bytes\":0,\"seconds\":%.6f,\"cpu_seconds\":%.6f,\"user_cpu_seconds\":%.6f,\"ns_per_op\":%.3f,"
                 "\"syscalls\":%llu,\"syscalls_per_op\":%.4f,\"minflt\":%ld,\"allocs\":%ld,\"errors\":%ld,"
                 "\"ok\":%s}\n",
-                sub.c_str(), variant.c_str(), count, rounds, ops, secs, cpu, user_cpu, secs * 1e9 / double(ops),
+                sub.c_str(), variant.c_str(), extra.c_str(), count, rounds, ops, secs, cpu, user_cpu, secs * 1e9 / double(ops),
                 static_cast<unsigned long long>(st1.enters - st0.enters), double(st1.enters - st0.enters) / double(ops),
                 minflt, allocs, ops - ok, good ? "true" : "false");
     return good ? 0 : 1;
