@@ -14,6 +14,7 @@
 //   - HTTP/1.1 needs a Host header; another major version is 505.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -42,11 +43,18 @@ struct Request {
 
 namespace detail {
 
-constexpr bool is_tchar(unsigned char c) noexcept { // a token character (RFC 9110, 5.6.2)
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
-        return true;
-    return std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-}
+// Token characters (RFC 9110, 5.6.2), one entry per byte value: a lookup per character of
+// every method and header name instead of a search of the symbol list.
+inline constexpr std::array<bool, 256> tchar_table = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0; c < 256; ++c)
+        t[static_cast<std::size_t>(c)] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    for (char c : std::string_view("!#$%&'*+-.^_`|~"))
+        t[static_cast<unsigned char>(c)] = true;
+    return t;
+}();
+
+constexpr bool is_tchar(unsigned char c) noexcept { return tchar_table[c]; }
 
 constexpr unsigned char lower(unsigned char c) noexcept { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
 
