@@ -335,6 +335,9 @@ def _http_impls() -> list[Impl]:
         # One process that is its own worker (daemon off, master_process off), access log off,
         # sendfile on, keep-alive without a request limit: httpbench.nginx_conf writes {conf}.
         I("nginx", "<nginx> -e {prefix}/error.log -p {prefix}/ -c {conf}", kind="http"),
+        # Boost.Beast on Boost.Asio, C++20 coroutines (bench/net/http_beast.cpp).
+        I("Boost.Beast (Asio coroutines)", "<http_beast> --root {root} --port {port} --inline /mem:{text}",
+          kind="http"),
     ]
 
 
@@ -462,6 +465,7 @@ PROGRAM_SOURCES = {
     "echo_asio": "bench/net/echo_asio.cpp",
     "echo_ringo": "bench/ringo/echo_ringo.cpp",
     "http_file_server": "examples/http_file_server.cpp",
+    "http_beast": "bench/net/http_beast.cpp",
     "bench_pingpong": "bench/net/pingpong.cpp",
     "pingpong_ringo": "bench/ringo/pingpong_ringo.cpp",
     "bench_pipes": "bench/net/pipes.cpp",
@@ -639,14 +643,22 @@ FIGURES: list[Figure] = [
                "completed, lower is better. wrk with one thread on one vCPU is close to saturating, so "
                "requests/s and latency mostly show the client and the machine; server CPU per request is the "
                "measure that separates servers. Requests/s and p50/p99 latency (wrk --latency) are given below.",
-               "Both servers serve the same bytes: a 17-byte text from memory (ringo: --inline, nginx: "
-               "`return 200`), and a 4 KiB and a 1 MiB file of random bytes written once per figure run into a "
+               "Every server serves the same bytes: a 17-byte text from memory (ringo and Beast: --inline, "
+               "nginx: `return 200`), and a 4 KiB and a 1 MiB file of random bytes written once per figure run into a "
                "temporary folder (in the page cache). Every run first GETs its URL once and checks the bytes.",
                "nginx 1.22 (Debian): one process that is its own worker (daemon off, master_process off), "
                "access log off, sendfile on, tcp_nopush on, keep-alive without a request limit. ringo: "
                "examples/http_file_server on one runtime (files of 16 KiB or less sent with their head in one "
                "send; a larger one's head sent with MSG_MORE, its body by sendfile on the socket made "
-               "non-blocking for the call, an io_uring poll waiting for room). A fresh server process per run.",
+               "non-blocking for the call, an io_uring poll waiting for room). Boost.Beast (Boost 1.74, "
+               "Debian's libboost-dev): bench/net/http_beast.cpp, the C++ coroutine server a Beast user would "
+               "write after Beast's examples: one io_context on one thread, a coroutine per connection "
+               "(co_spawn, use_awaitable), http::async_read and http::async_write, the in-memory answer as a "
+               "string_body, files as a file_body, which Beast reads and writes through user space in 4 KiB "
+               "pieces (it has no sendfile). A fresh server process per run. At 1 MiB and 1 000 connections "
+               "Beast finishes no request within a run: its one thread spends ~2 ms of CPU on each 1 MiB answer "
+               "(256 reads and 256 writes), so one answer to each connection takes ~2 s, longer than the "
+               "warm-up's second, and wrk counts finished requests only; that point is shown as failed.",
                "wrk -t1 -cN -dS --timeout 10s --latency; a run with any non-2xx answer or socket error "
                "(connect, read, write, timeout) is failed. The open-file limit is raised to 65 536 for wrk "
                "and both servers.",
