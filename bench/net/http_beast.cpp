@@ -4,12 +4,15 @@
 // http::async_read of each request into a flat_buffer, and http::async_write of a
 // response<string_body> for the in-memory answer or a response<file_body> for a file (Beast
 // reads the file and writes it through user space; it has no sendfile). Keep-alive as the
-// request asks; TCP_NODELAY on. Prints "listening on port P"; ends at SIGINT or SIGTERM.
+// request asks; TCP_NODELAY on; 404 for a missing file, a folder or a target with "..".
+// Prints "listening on port P"; ends at SIGINT or SIGTERM.
 #include <utility> // before Boost 1.74's asio/awaitable.hpp, which uses std::exchange without it
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include <sys/stat.h>
 
 #include <csignal>
 #include <cstdio>
@@ -74,11 +77,9 @@ asio::awaitable<void> session(tcp::socket sock, const Config& cfg) {
         if (ok_method && target == cfg.inline_path) {
             http::response<http::string_body> res{http::status::ok, req.version()};
             set_common(res, req, "text/plain");
-            if (req.method() == http::verb::head)
-                res.content_length(cfg.inline_text.size());
-            else
+            if (req.method() != http::verb::head)
                 res.body() = cfg.inline_text;
-            res.prepare_payload();
+            res.content_length(cfg.inline_text.size()); // (for HEAD too: the body is left out)
             co_await http::async_write(sock, res, asio::redirect_error(asio::use_awaitable, ec));
         } else {
             http::file_body::value_type body;
@@ -86,11 +87,16 @@ asio::awaitable<void> session(tcp::socket sock, const Config& cfg) {
                 body.open((cfg.root + std::string(target)).c_str(), beast::file_mode::scan, ec);
             else
                 ec = http::error::bad_target;
+            struct stat st{};
+            if (!ec && (::fstat(body.file().native_handle(), &st) != 0 || !S_ISREG(st.st_mode)))
+                ec = http::error::bad_target; // a folder: not served
             if (ec) {
+                constexpr std::string_view text = "not found\n";
                 http::response<http::string_body> res{http::status::not_found, req.version()};
                 set_common(res, req, "text/plain");
-                res.body() = "not found\n";
-                res.prepare_payload();
+                if (req.method() != http::verb::head)
+                    res.body() = std::string(text);
+                res.content_length(text.size());
                 co_await http::async_write(sock, res, asio::redirect_error(asio::use_awaitable, ec));
             } else {
                 auto size = body.size();
@@ -168,6 +174,8 @@ int main(int argc, char** argv) {
     std::signal(SIGPIPE, SIG_IGN);
     try {
         asio::io_context ioc{1};
+        asio::signal_set signals{ioc, SIGINT, SIGTERM}; // before "listening": a stop may follow it at once
+        signals.async_wait([&](const beast::error_code&, int) { ioc.stop(); });
         tcp::acceptor acceptor{ioc};
         tcp::endpoint ep{asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)};
         acceptor.open(ep.protocol());
@@ -176,8 +184,6 @@ int main(int argc, char** argv) {
         acceptor.listen(4096);
         std::printf("listening on port %u\n", acceptor.local_endpoint().port());
         std::fflush(stdout);
-        asio::signal_set signals{ioc, SIGINT, SIGTERM};
-        signals.async_wait([&](const beast::error_code&, int) { ioc.stop(); });
         asio::co_spawn(ioc, accept_loop(acceptor, cfg), asio::detached);
         ioc.run();
     } catch (const std::exception& e) {
