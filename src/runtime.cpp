@@ -260,7 +260,7 @@ void Runtime::flush_submissions() noexcept {
 }
 
 void Runtime::finish_outgoing_wakes() noexcept {
-    CurrentFor current{this}; // on_ring_wake_sent books the CQE on the current runtime
+    CurrentFor scope{this}; // on_ring_wake_sent books the CQE on the current runtime
     flush_submissions();
     reap_without_resuming(); // failed messages (sent again by system call)
     while (inbox_.outgoing() > 0) {
@@ -466,7 +466,7 @@ void Runtime::shutdown() {
     // Frame destructors below may look for their runtime. The previous one comes back however
     // this ends (a failed submission throws, and ~Runtime reports it): no thread is left with
     // a current runtime, or run queue, that is gone.
-    CurrentFor current{this};
+    CurrentFor scope{this};
     flush_submissions(); // unawaited SQEs (closes) queued before the shutdown
     discard_ = true;
     alive_->store(false, std::memory_order_release);
