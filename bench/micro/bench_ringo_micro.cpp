@@ -123,18 +123,24 @@ ringo::Task<long> spawn_loop(long n, long batch, Make make = {}) {
     co_return done;
 }
 
-// spawn_loop with frames `pad` bytes larger than an empty task's (0, 16, 48 or 80).
-ringo::Task<long> spawn_loop_padded(long n, long batch, long pad) {
+// f(maker) with the maker of tasks whose frames are `pad` bytes larger than an empty task's
+// (0, 16, 48 or 80): the one place that turns --frame-pad into a type.
+template <class F>
+auto with_frame_pad(long pad, F f) {
     switch (pad) {
     case 16:
-        return spawn_loop(n, batch, MakePadded<16>{});
+        return f(MakePadded<16>{});
     case 48:
-        return spawn_loop(n, batch, MakePadded<48>{});
+        return f(MakePadded<48>{});
     case 80:
-        return spawn_loop(n, batch, MakePadded<80>{});
+        return f(MakePadded<80>{});
     default:
-        return spawn_loop(n, batch);
+        return f(MakeEmpty{});
     }
+}
+
+ringo::Task<long> spawn_loop_padded(long n, long batch, long pad) {
+    return with_frame_pad(pad, [&](auto make) { return spawn_loop(n, batch, make); });
 }
 
 // The bytes a task frame of the spawn workload takes in ringo's frame pool: the distance
@@ -150,16 +156,7 @@ long frame_distance(Make make) {
     return std::labs(static_cast<char*>(ts[1].handle().address()) - static_cast<char*>(ts[0].handle().address()));
 }
 long spawn_frame_bytes(long pad) {
-    switch (pad) {
-    case 16:
-        return frame_distance(MakePadded<16>{});
-    case 48:
-        return frame_distance(MakePadded<48>{});
-    case 80:
-        return frame_distance(MakePadded<80>{});
-    default:
-        return frame_distance(MakeEmpty{});
-    }
+    return with_frame_pad(pad, [](auto make) { return frame_distance(make); });
 }
 
 ringo::Task<long> yield_loop(long n) {
