@@ -63,6 +63,17 @@ void set_common(http::response<Body>& res, const http::request<http::empty_body>
     res.keep_alive(req.keep_alive());
 }
 
+// Answers `req` with `text` as a string_body (only its length for HEAD).
+asio::awaitable<void> send_text(tcp::socket& sock, const http::request<http::empty_body>& req, http::status status,
+                                std::string_view text, beast::error_code& ec) {
+    http::response<http::string_body> res{status, req.version()};
+    set_common(res, req, "text/plain");
+    if (req.method() != http::verb::head)
+        res.body() = std::string(text);
+    res.content_length(text.size()); // (for HEAD too: the body is left out)
+    co_await http::async_write(sock, res, asio::redirect_error(asio::use_awaitable, ec));
+}
+
 asio::awaitable<void> session(tcp::socket sock, const Config& cfg) {
     beast::error_code ec;
     sock.set_option(tcp::no_delay(true), ec);
@@ -75,12 +86,7 @@ asio::awaitable<void> session(tcp::socket sock, const Config& cfg) {
         const std::string_view target(req.target().data(), req.target().size());
         bool ok_method = req.method() == http::verb::get || req.method() == http::verb::head;
         if (ok_method && target == cfg.inline_path) {
-            http::response<http::string_body> res{http::status::ok, req.version()};
-            set_common(res, req, "text/plain");
-            if (req.method() != http::verb::head)
-                res.body() = cfg.inline_text;
-            res.content_length(cfg.inline_text.size()); // (for HEAD too: the body is left out)
-            co_await http::async_write(sock, res, asio::redirect_error(asio::use_awaitable, ec));
+            co_await send_text(sock, req, http::status::ok, cfg.inline_text, ec);
         } else {
             http::file_body::value_type body;
             if (ok_method && !target.empty() && target.front() == '/' && target.find("..") == std::string_view::npos)
@@ -91,13 +97,7 @@ asio::awaitable<void> session(tcp::socket sock, const Config& cfg) {
             if (!ec && (::fstat(body.file().native_handle(), &st) != 0 || !S_ISREG(st.st_mode)))
                 ec = http::error::bad_target; // a folder: not served
             if (ec) {
-                constexpr std::string_view text = "not found\n";
-                http::response<http::string_body> res{http::status::not_found, req.version()};
-                set_common(res, req, "text/plain");
-                if (req.method() != http::verb::head)
-                    res.body() = std::string(text);
-                res.content_length(text.size());
-                co_await http::async_write(sock, res, asio::redirect_error(asio::use_awaitable, ec));
+                co_await send_text(sock, req, http::status::not_found, "not found\n", ec);
             } else {
                 auto size = body.size();
                 http::response<http::file_body> res{std::piecewise_construct, std::make_tuple(std::move(body)),
