@@ -151,11 +151,13 @@ class Runner:
         # its helper threads: glibc's AIO threads, tokio's blocking pool) on the second allowed
         # CPU; a cross-thread benchmark on the first two, each program placing its two threads
         # one per CPU; an echo server on the first and its client on the second. Kernel threads
-        # (io-wq workers, the loop device's workers, SQPOLL) are not the process's and may run on
-        # either CPU.
+        # (io-wq workers, SQPOLL) are not the process's and may run on either CPU; the loop
+        # device's workers are kept on the programs' CPU while the loop tier exists (tiers.py).
         allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         self.taskset = shutil.which("taskset") if len(allowed) >= 2 else None
         self.cpus = allowed[:2]
+        if tiers is not None and self.taskset:
+            tiers.worker_cpus = self.cpus[1:]  # the loop device's workers beside the program
         self.strace = counting.have_strace() and not args.no_strace
         self.callgrind = counting.have_callgrind() and not args.no_callgrind
         self.instr_cache: dict = {}

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from bench.driver import counting, report
+from bench.driver import counting, report, tiers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -163,6 +163,29 @@ class Strace(unittest.TestCase):
         self.assertIsNotNone(calls)
         self.assertGreaterEqual(calls.get("getppid", 0), 50)
         self.assertFalse(os.path.exists(path))
+
+
+class LoopWorkerPinning(unittest.TestCase):
+    def test_cpumask_text_is_the_kernels_format(self):
+        self.assertEqual(tiers.cpumask_text([1]), "00000002")
+        self.assertEqual(tiers.cpumask_text([0, 1]), "00000003")
+        self.assertEqual(tiers.cpumask_text([33]), "00000002,00000000")
+
+    def test_cleanup_gives_the_old_mask_back(self):
+        with tempfile.TemporaryDirectory() as d:
+            mask = os.path.join(d, "cpumask")
+            with open(mask, "w") as f:
+                f.write("00000002\n")
+            with open(os.path.join(d, tiers.STATE_NAME), "w") as f:
+                f.write("wq_cpumask=3\n")
+            saved, tiers.WQ_CPUMASK = tiers.WQ_CPUMASK, mask
+            try:
+                tiers.cleanup_loop(d, log=lambda *_: None)
+            finally:
+                tiers.WQ_CPUMASK = saved
+            with open(mask) as f:
+                self.assertEqual(f.read(), "3\n")
+            self.assertFalse(os.path.exists(os.path.join(d, tiers.STATE_NAME)))
 
 
 class CommandLine(unittest.TestCase):
