@@ -603,7 +603,14 @@ FIGURES: list[Figure] = [
                "of the queue has finished where fio wakes per completion: glibc runs one file's requests in order "
                "on one helper thread, and each wake-up costs that thread a futex wake.",
                "Buffered random writes on the loop tier are slow for every engine alike (page-cache writeback "
-               "through ext4 and the loop device dominates)."]),
+               "through ext4 and the loop device dominates).",
+               "Direct rows: the loop device's workers run on the programs' CPU, so a program's IOPS follow its "
+               "CPU per I/O plus the device's work. Our psync and posixaio match fio's engines or beat them "
+               "(fio's job does more per I/O: CPU table). fio's libaio and io_uring rows reach about half of ours "
+               "for the same reason: fio spends about twice our CPU per I/O. Left free, the workers moved "
+               "between the CPUs depending on what a program did before its first I/O, and fio's psync and "
+               "posixaio rows came out 1.3-1.7x ours for the same calls; bench/driver/tiers.py gives the "
+               "measurements."]),
     Figure(
         "echo", "Echo server, 1 KiB messages: server CPU per message (server CPU 0, io_uring client CPU 1)",
         "echo", "connections", SERVER_CPU_PER_MSG,
