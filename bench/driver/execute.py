@@ -13,6 +13,8 @@ import shlex
 import signal
 import socket
 import subprocess
+import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -74,6 +76,71 @@ def run_command(argv: list[str], timeout: float) -> Run:
         out, err = p.communicate()
         return Run("failed", {}, f"timeout after {timeout:.0f} s", time.monotonic() - t0, cmd)
     return classify(p.returncode, out, err, cmd, time.monotonic() - t0)
+
+
+def files_equal(a: str, b: str, chunk: int = 1 << 20) -> bool:
+    """True when files a and b hold the same bytes."""
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(chunk), fb.read(chunk)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+
+def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = "") -> Run:
+    """One run of a program that copies file `src` to `dst` and prints nothing we read (ringo's
+    examples/copy, coreutils cp, dd): `dst` is removed first; the run is timed from the program's
+    start to its exit (no fsync: a buffered copy ends in the page cache), its CPU time (user +
+    system) comes from wait4; then `dst` must hold `src` byte for byte, and is removed again
+    (before its dirty pages are written back, so no writeback spills into the next run). The
+    result has the fields of the other programs' JSON: bytes, seconds, cpu_seconds, and ops =
+    MiB copied, so that the per-operation columns read per MiB."""
+    cmd = shlex.join(argv)
+
+    def remove_dst() -> None:
+        try:
+            os.unlink(dst)
+        except FileNotFoundError:
+            pass
+    remove_dst()
+    size = os.path.getsize(src)
+    with tempfile.TemporaryFile() as errf:
+        t0 = time.monotonic()
+        try:
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, start_new_session=True)
+        except OSError as e:
+            return Run("failed", {}, f"cannot start: {e}", 0.0, cmd)
+        timer = threading.Timer(timeout, _kill_group, (p,))
+        timer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        errf.seek(0)
+        err = errf.read().decode(errors="replace").strip().splitlines()
+    tail = (err[-1] if err else "")[:300]
+    if wall >= timeout:
+        remove_dst()
+        return Run("failed", {}, f"timeout after {timeout:.0f} s", wall, cmd)
+    data = {"bench": "copy", "impl": name, "bytes": size, "ops": size / (1 << 20), "seconds": wall,
+            "cpu_seconds": ru.ru_utime + ru.ru_stime, "user_cpu_seconds": ru.ru_utime,
+            "minflt": ru.ru_minflt, "errors": 0, "ok": True}
+    try:
+        same = p.returncode == 0 and files_equal(src, dst)
+    except OSError as e:
+        same, tail = False, f"cannot compare the copy: {e}"
+    remove_dst()
+    if p.returncode != 0:
+        return Run("failed", {}, f"exit status {p.returncode}" + (f": {tail}" if tail else ""), wall, cmd)
+    if not same:
+        return Run("failed", {}, "the copy differs from the source" + (f" ({tail})" if tail else ""), wall, cmd)
+    return Run("ok", data, "", wall, cmd)
 
 
 def _kill_group(p: subprocess.Popen) -> None:

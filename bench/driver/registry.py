@@ -40,7 +40,7 @@ class Impl:
     name: str
     cmd: str | dict                          # template, or {sub: template} per panel (micro)
     tag: str = ""                            # ringo rows are compared with baselines of the same tag
-    kind: str = "json"                       # json | fio | server | http
+    kind: str = "json"                       # json | fio | server | http | copy
     when: Callable[[dict], bool] | None = None   # run only at points where when(params) is true
     params: dict = field(default_factory=dict)   # overrides of the point's parameters
     profiles: tuple = ("quick", "full")
@@ -83,7 +83,7 @@ class Target:
 class Figure:
     name: str
     title: str
-    kind: str                                # storage | syncasync | echo | http | pingpong | pipes | micro
+    kind: str                                # storage | syncasync | copy | echo | http | pingpong | pipes | micro
     x_label: str
     metric: Metric
     impls: list[Impl]
@@ -247,6 +247,23 @@ def _syncasync_impls() -> list[Impl]:
         I(f"fio libaio (QD{ASYNC_QD})", {"ioengine": "libaio"}, kind="fio", params=aq),
         I(f"fio io_uring (QD{ASYNC_QD})", {"ioengine": "io_uring"}, kind="fio", params=aq),
     ]
+
+
+def _copy_impls() -> list[Impl]:
+    buffered = lambda p: p.get("variant") == "buffered"  # noqa: E731
+    return [
+        I("ringo copy 8 x 128K", "<copy> {file} {dst} --depth 8 --block-size {bs} {copy_flags}", kind="copy"),
+        I("ringo copy 4 x 1M", "<copy> {file} {dst} --depth 4 --block-size 1M {copy_flags}", kind="copy"),
+        I("cp (coreutils)", "<cp> {file} {dst}", kind="copy", when=buffered),
+        I("dd bs=128K", "<dd> if={file} of={dst} bs={bs} status=none {dd_flags}", kind="copy"),
+        I("dd bs=1M", "<dd> if={file} of={dst} bs=1M status=none {dd_flags}", kind="copy"),
+    ]
+
+
+COPY_POINTS = [
+    {"x": "page cache", "variant": "buffered", "copy_flags": "", "dd_flags": ""},
+    {"x": "O_DIRECT", "variant": "direct", "copy_flags": "--direct", "dd_flags": "iflag=direct oflag=direct"},
+]
 
 
 # --------------------------------------------------------------------------- network figures
@@ -465,6 +482,7 @@ PROGRAM_SOURCES = {
     "echo_asio": "bench/net/echo_asio.cpp",
     "echo_ringo": "bench/ringo/echo_ringo.cpp",
     "http_file_server": "examples/http_file_server.cpp",
+    "copy": "examples/copy.cpp",
     "http_beast": "bench/net/http_beast.cpp",
     "bench_pingpong": "bench/net/pingpong.cpp",
     "pingpong_ringo": "bench/ringo/pingpong_ringo.cpp",
@@ -484,6 +502,8 @@ PROGRAM_SOURCES = {
 SYSTEM_PROGRAMS = {
     "nginx": "the Debian package nginx-light (/usr/sbin/nginx)",
     "wrk": "the Debian package wrk",
+    "cp": "the Debian package coreutils",
+    "dd": "the Debian package coreutils",
 }
 
 
@@ -611,6 +631,23 @@ FIGURES: list[Figure] = [
                "between the CPUs depending on what a program did before its first I/O, and fio's psync and "
                "posixaio rows came out 1.3-1.7x ours for the same calls; bench/driver/tiers.py gives the "
                "measurements."]),
+    Figure(
+        "copy", "File copy: examples/copy against coreutils cp and dd", "copy", "copy", MIBS, _copy_impls(),
+        {"quick": dict(bs=128 << 10, points=COPY_POINTS, warmup_seconds=0, reps=5, tiers=["loop"]),
+         "full": dict(bs=128 << 10, points=COPY_POINTS, warmup_seconds=0, reps=7, tiers=["loop", "disk"])},
+        plot="bars", storage=True,
+        notes=["Every program copies the tier's whole test file to a new file beside it. A run is timed from "
+               "the program's start to its exit (a program's own start-up included, no fsync: a buffered "
+               "copy ends in the page cache), its CPU time is the process's user + system time (wait4); the "
+               "copy is then compared with the source byte for byte and removed before its pages are written "
+               "back, so no writeback spills into the next run. The source is in the page cache for the "
+               "page-cache rows.",
+               "ringo copy: examples/copy with its default of 8 blocks of 128 KiB in flight, and with 4 of "
+               "1 MiB; each block is read into a registered buffer and written from it (File::read_at_fixed, "
+               "File::write_at_fixed), both files in the registered file table. cp: coreutils 9.1, which copies with copy_file_range(2), inside the kernel, without "
+               "user-space buffers (no O_DIRECT option). dd: one read(2) and one write(2) at a time, "
+               "iflag=direct oflag=direct on the O_DIRECT rows.",
+               "Per MiB columns: ops = MiB copied; syscalls from an untimed strace -f -c run."]),
     Figure(
         "echo", "Echo server, 1 KiB messages: server CPU per message (server CPU 0, io_uring client CPU 1)",
         "echo", "connections", SERVER_CPU_PER_MSG,

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 # Order of figures in the report (the registry's order).
-ORDER = ["seqread", "randread", "syncasync", "echo", "http", "pingpong", "pipes", "micro"]
+ORDER = ["seqread", "randread", "syncasync", "copy", "echo", "http", "pingpong", "pipes", "micro"]
 
 CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
               "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
@@ -26,6 +26,7 @@ CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_
 COST = {
     "storage": ("CPU µs per I/O · syscalls per I/O", ["cpu_us_per_op", "syscalls_per_op"]),
     "syncasync": ("CPU µs per I/O · syscalls per I/O", ["cpu_us_per_op", "syscalls_per_op"]),
+    "copy": ("CPU µs per MiB · syscalls per MiB", ["cpu_us_per_op", "syscalls_per_op"]),
     "echo": ("server CPU µs per message · server syscalls per message",
              ["server_cpu_us_per_msg", "server_syscalls_per_msg"]),
     "http": ("requests/s (wrk)", ["rps"]),

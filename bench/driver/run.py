@@ -205,6 +205,14 @@ class Runner:
             tmpl = template_for(impl, p)
             if impl.kind == "http":
                 return self.run_http(fig, tmpl, p, trace, timeout)
+            if impl.kind == "copy":
+                if not os.path.isfile(p["file"]):
+                    return execute.Run("failed", {}, f"the tier has no file system to copy in ({p['file']})")
+                p["dst"] = os.path.join(os.path.dirname(p["file"]), "copy-dst.bin")
+                argv, why = expand(tmpl, p, self.bins)
+                if argv is None:
+                    return execute.Run("failed", {}, why)
+                return execute.run_copy(self.pin_for(cell) + trace + argv, p["file"], p["dst"], timeout, impl.name)
             if impl.kind == "server":
                 p["port"] = execute.free_port()
                 sargv, why = expand(tmpl, p, self.bins)
@@ -674,7 +682,9 @@ def count_runs(fig: registry.Figure, profile: str, bins: Binaries, tier_names) -
                     continue
                 # measured: ~0.05 s to start a program, ~0.3 s more for fio; 0.2 s for untimed programs;
                 # http: a server start, one checked GET and wrk's own overrun (~0.4 s at 1 MiB x 1 000)
-                extra = 0.05 + (0.3 if impl.kind == "fio" else 0) + (0.4 if impl.kind == "http" else 0)
+                # copy: the copy itself (~0.3 s for 256 MiB here) and its comparison with the source (~0.3 s)
+                extra = 0.05 + (0.3 if impl.kind == "fio" else 0) + (0.4 if impl.kind == "http" else 0) + \
+                    (0.6 * FILE_SIZE[profile] / (256 << 20) if impl.kind == "copy" else 0)
                 per_run = (prof.get("seconds") or 0.15) + extra
                 n += prof["reps"] + (1 if warm is not None else 0)
                 secs += prof["reps"] * per_run + ((warm + extra if warm else per_run) if warm is not None else 0)

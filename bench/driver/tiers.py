@@ -243,8 +243,9 @@ class Tiers:
         if not os.path.isdir("/dev/shm"):
             return Tier("loop", False, "loop device on /dev/shm", reason="/dev/shm missing")
         image = f"/dev/shm/ringo-bench-{os.getpid()}.img"
-        # ext4 metadata and journal: a quarter extra plus 64 MiB.
-        img_size = self.file_size + self.file_size // 4 + (64 << 20)
+        # The test file, room for a copy of it (the copy figure), and ext4's metadata and journal: a
+        # quarter extra plus 64 MiB.
+        img_size = 2 * self.file_size + self.file_size // 4 + (64 << 20)
         st = {"image": image}
         _write_state(self.workdir, st)
         try:

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from bench.driver import counting, report, tiers
+from bench.driver import counting, execute, report, tiers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -186,6 +186,43 @@ class LoopWorkerPinning(unittest.TestCase):
             with open(mask) as f:
                 self.assertEqual(f.read(), "3\n")
             self.assertFalse(os.path.exists(os.path.join(d, tiers.STATE_NAME)))
+
+
+class CopyRuns(unittest.TestCase):
+    """execute.run_copy: the copy figure's runs of programs that print no JSON."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.src = os.path.join(self.dir.name, "src.bin")
+        self.dst = os.path.join(self.dir.name, "dst.bin")
+        with open(self.src, "wb") as f:
+            f.write(os.urandom(3 << 20))
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_whole_copy_is_ok_and_removed(self):
+        with open(self.dst, "wb") as f:
+            f.write(b"left over from an earlier run")
+        r = execute.run_copy(["cp", self.src, self.dst], self.src, self.dst, 60.0, "cp")
+        self.assertEqual(r.status, "ok", r.error)
+        self.assertEqual(r.data["bytes"], 3 << 20)
+        self.assertAlmostEqual(r.data["ops"], 3.0)
+        self.assertGreater(r.data["seconds"], 0)
+        self.assertGreaterEqual(r.data["cpu_seconds"], 0)
+        self.assertFalse(os.path.exists(self.dst))
+
+    def test_a_short_copy_fails(self):
+        r = execute.run_copy(["dd", f"if={self.src}", f"of={self.dst}", "bs=1M", "count=2", "status=none"],
+                             self.src, self.dst, 60.0)
+        self.assertEqual(r.status, "failed")
+        self.assertIn("differs", r.error)
+        self.assertFalse(os.path.exists(self.dst))
+
+    def test_a_failing_program_fails(self):
+        r = execute.run_copy(["cp", os.path.join(self.dir.name, "missing"), self.dst], self.src, self.dst, 60.0)
+        self.assertEqual(r.status, "failed")
+        self.assertIn("exit status 1", r.error)
 
 
 class CommandLine(unittest.TestCase):
