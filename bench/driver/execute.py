@@ -93,12 +93,12 @@ def files_equal(a: str, b: str, chunk: int = 1 << 20) -> bool:
 
 def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = "") -> Run:
     """One run of a program that copies file `src` to `dst` and prints nothing we read (ringo's
-    examples/copy, coreutils cp, dd): `dst` is removed first; the run is timed from the program's
-    start to its exit (no fsync: a buffered copy ends in the page cache), its CPU time (user +
-    system) comes from wait4; then `dst` must hold `src` byte for byte, and is removed again
-    (before its dirty pages are written back, so no writeback spills into the next run). The
-    result has the fields of the other programs' JSON: bytes, seconds, cpu_seconds, and ops =
-    MiB copied, so that the per-operation columns read per MiB."""
+    examples/copy, coreutils cp, dd): `dst` is removed first and the file systems synced (untimed);
+    the run is timed from the program's start to its exit (no fsync: a buffered copy ends in the
+    page cache), its CPU time (user + system) comes from wait4; then `dst` must hold `src` byte
+    for byte, and is removed again (before its dirty pages are written back, so no writeback
+    spills into the next run). The result has the fields of the other programs' JSON: bytes,
+    seconds, cpu_seconds, and ops = MiB copied, so that the per-operation columns read per MiB."""
     cmd = shlex.join(argv)
 
     def remove_dst() -> None:
@@ -107,6 +107,7 @@ def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = ""
         except FileNotFoundError:
             pass
     remove_dst()
+    os.sync()  # untimed: the file system's pending metadata (the last copy's removal) goes out first
     size = os.path.getsize(src)
     with tempfile.TemporaryFile() as errf:
         t0 = time.monotonic()
@@ -114,10 +115,20 @@ def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = ""
             p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, start_new_session=True)
         except OSError as e:
             return Run("failed", {}, f"cannot start: {e}", 0.0, cmd)
-        timer = threading.Timer(timeout, _kill_group, (p,))
+        timed_out = threading.Event()
+
+        def expire() -> None:
+            timed_out.set()
+            _kill_group(p)
+        timer = threading.Timer(timeout, expire)
         timer.start()
         try:
             _, status, ru = os.wait4(p.pid, 0)
+        except BaseException:  # the driver is stopped (Ctrl-C, SIGTERM): no copy left running or behind
+            _kill_group(p)
+            os.waitpid(p.pid, 0)
+            remove_dst()
+            raise
         finally:
             timer.cancel()
         wall = time.monotonic() - t0
@@ -125,7 +136,7 @@ def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = ""
         errf.seek(0)
         err = errf.read().decode(errors="replace").strip().splitlines()
     tail = (err[-1] if err else "")[:300]
-    if wall >= timeout:
+    if timed_out.is_set():
         remove_dst()
         return Run("failed", {}, f"timeout after {timeout:.0f} s", wall, cmd)
     data = {"bench": "copy", "impl": name, "bytes": size, "ops": size / (1 << 20), "seconds": wall,

@@ -623,14 +623,19 @@ FIGURES: list[Figure] = [
                "of the queue has finished where fio wakes per completion: glibc runs one file's requests in order "
                "on one helper thread, and each wake-up costs that thread a futex wake.",
                "Buffered random writes on the loop tier are slow for every engine alike (page-cache writeback "
-               "through ext4 and the loop device dominates).",
-               "Direct rows: the loop device's workers run on the programs' CPU, so a program's IOPS follow its "
-               "CPU per I/O plus the device's work. Our psync and posixaio match fio's engines or beat them "
-               "(fio's job does more per I/O: CPU table). fio's libaio and io_uring rows reach about half of ours "
-               "for the same reason: fio spends about twice our CPU per I/O. Left free, the workers moved "
-               "between the CPUs depending on what a program did before its first I/O, and fio's psync and "
-               "posixaio rows came out 1.3-1.7x ours for the same calls; bench/driver/tiers.py gives the "
-               "measurements."]),
+               "through ext4 and the loop device dominates). Since writeback's workers share the programs' CPU "
+               "(next note) these rows are about a third of what they were with writeback on the other CPU "
+               "(psync 17 k against 48 k IOPS).",
+               "The loop tier's rows run with the unbound workqueues, the loop device's workers and writeback "
+               "among them, on the programs' CPU, so a program's IOPS follow its CPU per I/O plus the device's "
+               "work. Left free, the workers moved between the CPUs depending on what a program did before its "
+               "first I/O, and fio's psync and posixaio direct rows came out 1.2-1.7x ours for the same calls "
+               "(bench/driver/tiers.py gives the measurements). Now our psync and posixaio match fio's or "
+               "beat them: psync randread agrees within the spreads; fio's psync job spends as much or more "
+               "CPU per I/O (4.71 against 4.67 µs per randread, 5.68 against 4.83 per randwrite); fio's "
+               "posixaio CPU leaves out glibc's helper threads, so it is not comparable. fio's libaio and "
+               "io_uring direct rows reach 0.55-0.66x of our libaio and liburing programs: fio spends about "
+               "twice their CPU per I/O (3.50 against 1.68 µs for io_uring on randread)."]),
     Figure(
         "copy", "File copy: examples/copy against coreutils cp and dd", "copy", "copy", MIBS, _copy_impls(),
         {"quick": dict(bs=128 << 10, points=COPY_POINTS, warmup_seconds=0, reps=5, tiers=["loop"]),
@@ -646,7 +651,12 @@ FIGURES: list[Figure] = [
                "1 MiB; each block is read into a registered buffer and written from it (File::read_at_fixed, "
                "File::write_at_fixed), both files in the registered file table. cp: coreutils 9.1, which copies with copy_file_range(2), inside the kernel, without "
                "user-space buffers (no O_DIRECT option). dd: one read(2) and one write(2) at a time, "
-               "iflag=direct oflag=direct on the O_DIRECT rows.",
+               "iflag=direct oflag=direct on the O_DIRECT rows. Through the page cache, ext4 makes io_uring hand "
+               "every write to an io-wq worker (about 1 400 worker switches per 256 MiB at 128 KiB blocks); "
+               "those workers are threads of the process, on its CPU (checked with sched_switch events) and "
+               "in its CPU time.",
+               "A quick-profile copy takes about 0.12 s, start-up included, and its runs spread by a fifth or "
+               "more: ratios between 0.8x and 1.25x here are within the noise.",
                "Per MiB columns: ops = MiB copied; syscalls from an untimed strace -f -c run."]),
     Figure(
         "echo", "Echo server, 1 KiB messages: server CPU per message (server CPU 0, io_uring client CPU 1)",

@@ -879,9 +879,10 @@ def write_all(results_dir: str, log=print) -> str:
         "- *unsupported* means the kernel or device refused the feature (probed once per tier, e.g. IOPOLL "
         "on a device without poll queues); *not built* means the program is missing from the build.",
         "- Storage figures run on two tiers: **loop** (a loop device on /dev/shm: stable, measures the "
-        "software cost per I/O; the device's kernel workers run on the programs' CPU, so a direct I/O's "
-        "device work shares that CPU with the program) and **disk** (a file on the machine's real disk, "
-        "here a noisy virtio disk).",
+        "software cost per I/O; while its rows run the device's kernel workers are kept on the programs' "
+        "CPU, so a direct I/O's device work shares that CPU with the program: the tier's line says so "
+        "when they could be kept there) and **disk** (a file on the machine's real disk, here a noisy "
+        "virtio disk).",
         "- Ratios are ringo's speed-up over each baseline at the same point (> 1 = ringo better). "
         + VERDICT_RULE,
         "- Every program is pinned to the same CPU (`taskset`; each figure says how), the same for every "

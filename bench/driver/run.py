@@ -150,9 +150,10 @@ class Runner:
         # CPU pinning, the same for every implementation: a program that runs in one thread (and
         # its helper threads: glibc's AIO threads, tokio's blocking pool) on the second allowed
         # CPU; a cross-thread benchmark on the first two, each program placing its two threads
-        # one per CPU; an echo server on the first and its client on the second. Kernel threads
-        # (io-wq workers, SQPOLL) are not the process's and may run on either CPU; the loop
-        # device's workers are kept on the programs' CPU while the loop tier exists (tiers.py).
+        # one per CPU; an echo server on the first and its client on the second. io-wq workers are
+        # threads of the process and take its CPU affinity (checked: Cpus_allowed_list); an
+        # unpinned SQPOLL thread may run on either CPU; the loop device's workers are kept on the
+        # programs' CPU while the loop tier's rows run (tiers.py).
         allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         self.taskset = shutil.which("taskset") if len(allowed) >= 2 else None
         self.cpus = allowed[:2]
@@ -207,7 +208,8 @@ class Runner:
                 return self.run_http(fig, tmpl, p, trace, timeout)
             if impl.kind == "copy":
                 if not os.path.isfile(p["file"]):
-                    return execute.Run("failed", {}, f"the tier has no file system to copy in ({p['file']})")
+                    return execute.Run("unsupported", {}, f"unsupported: the tier has no file system to copy in "
+                                                          f"({p['file']})")
                 p["dst"] = os.path.join(os.path.dirname(p["file"]), "copy-dst.bin")
                 argv, why = expand(tmpl, p, self.bins)
                 if argv is None:
@@ -432,7 +434,40 @@ class Runner:
                 skipped[("*", c.impl.name)] = "usage error: " + r.error[len("exit 2, no JSON line"):].lstrip(": ")
 
         all_cells = [c for _, _, g in cells_by_group for c in g]
+        try:
+            self._run_groups(fig, prof, cells_by_group, unsupported, skipped, runs_per_cell, note_sticky)
+        finally:
+            if fig.storage and self.tiers:
+                self.tiers.pin_workers(False)
+        for name, info in impl_info.items():
+            if not info["status"]:
+                st = {c.status for c in all_cells if c.impl.name == name}
+                info["status"] = "ok" if st == {"ok"} else ("/".join(sorted(st)) if st else "not run")
+        rows = [self.row(fig, c) for c in all_cells]
+        return {
+            "figure": fig.name, "title": fig.title, "kind": fig.kind, "profile": self.args.profile,
+            "started": started, "duration_s": round(time.monotonic() - t_fig, 1),
+            "metric": fig.metric.label, "higher_is_better": fig.metric.higher_is_better,
+            "x_label": fig.x_label, "panel_x_labels": fig.panel_x_labels, "plot": fig.plot,
+            "storage": fig.storage,
+            "reps": prof["reps"], "warmup": prof.get("warmup_seconds") is not None,
+            "seconds": prof.get("seconds"), "bs": prof.get("bs"),
+            "file_size": self.tiers.file_size if (fig.storage and self.tiers) else None,
+            "panels": panels_info, "impls": list(impl_info.values()), "rows": rows,
+            "targets": [t.__dict__ for t in fig.targets], "notes": fig.notes,
+            "pinning": self.pinning_text(fig),
+            "load": [load0, loadavg()],
+        }
+
+    def _run_groups(self, fig, prof, cells_by_group, unsupported, skipped, runs_per_cell, note_sticky) -> None:
+        """Runs every group of cells (one data point's implementations): warm-up, then the
+        interleaved repetitions, then the untimed counting passes. The loop tier's groups run
+        with its device's workers on the programs' CPU (tiers.py)."""
         for panel, x, group in cells_by_group:
+            if fig.storage and self.tiers:
+                why = self.tiers.pin_workers(panel == "loop")
+                if why:
+                    log(f"[{fig.name}] the loop device's workers: {why}")
             active = []
             for c in group:
                 key = (panel, c.impl.name)
@@ -479,25 +514,6 @@ class Runner:
             for c in active:
                 self.count_syscalls(fig, c)
                 self.count_instructions(fig, c)
-        for name, info in impl_info.items():
-            if not info["status"]:
-                st = {c.status for c in all_cells if c.impl.name == name}
-                info["status"] = "ok" if st == {"ok"} else ("/".join(sorted(st)) if st else "not run")
-        rows = [self.row(fig, c) for c in all_cells]
-        return {
-            "figure": fig.name, "title": fig.title, "kind": fig.kind, "profile": self.args.profile,
-            "started": started, "duration_s": round(time.monotonic() - t_fig, 1),
-            "metric": fig.metric.label, "higher_is_better": fig.metric.higher_is_better,
-            "x_label": fig.x_label, "panel_x_labels": fig.panel_x_labels, "plot": fig.plot,
-            "storage": fig.storage,
-            "reps": prof["reps"], "warmup": prof.get("warmup_seconds") is not None,
-            "seconds": prof.get("seconds"), "bs": prof.get("bs"),
-            "file_size": self.tiers.file_size if (fig.storage and self.tiers) else None,
-            "panels": panels_info, "impls": list(impl_info.values()), "rows": rows,
-            "targets": [t.__dict__ for t in fig.targets], "notes": fig.notes,
-            "pinning": self.pinning_text(fig),
-            "load": [load0, loadavg()],
-        }
 
     def missing(self, fig, impl: registry.Impl, params: dict) -> str:
         if impl.kind == "fio":

@@ -13,9 +13,11 @@ places that worker on either CPU from one wake-up to the next. Measured on the 2
 the program's CPU, about 15 k when it runs on the other one (two cross-CPU wake-ups per I/O), and
 left free it switches between the two in a way that depends on what the program did just before
 (a program that parsed its offsets file just before timing got 15-24 k, fio, whose job idles before
-its first I/O, 30-38 k; either one after 0.3 s asleep, 32-37 k). So while the loop tier exists, the
-unbound workqueues may run only on the CPUs the programs are pinned to (`worker_cpus`), and the
-old mask comes back when the tier goes (also after a killed run, from the state file).
+its first I/O, 30-38 k; either one after 0.3 s asleep, 32-37 k). So while the loop tier's rows run,
+the unbound workqueues may run only on the CPUs the programs are pinned to (`Tiers.pin_workers`).
+The mask is global: writeback's workers are held there too. The old mask is saved in the state file
+before it changes and comes back after those rows, when the tier goes, and after a killed run
+(`cleanup_loop`, and scripts/bench's EXIT trap, which reads the same file).
 
 Random offsets: one file of little-endian u64 byte offsets per (file size, block size), made from a
 fixed seed with splitmix64, so every language reads exactly the same offsets:
@@ -156,10 +158,11 @@ def cleanup_loop(workdir: str, log=print) -> None:
     st = _read_state(workdir)
     if not st:
         return
+    mask_why = ""
     if st.get("wq_cpumask"):
-        why = _write_cpumask(st["wq_cpumask"])
-        if why:
-            log(f"[tiers] could not restore the workqueue cpumask {st['wq_cpumask']}: {why}")
+        mask_why = _write_cpumask(st["wq_cpumask"])
+        if mask_why:
+            log(f"[tiers] could not restore the workqueue cpumask {st['wq_cpumask']}: {mask_why}")
     if st.get("mount") and os.path.ismount(st["mount"]):
         r = _run(["umount", st["mount"]])
         if r.returncode != 0:
@@ -176,7 +179,10 @@ def cleanup_loop(workdir: str, log=print) -> None:
             os.unlink(st["image"])
         except FileNotFoundError:
             pass
-    os.unlink(os.path.join(workdir, STATE_NAME))
+    if mask_why:  # the old mask stays on record for the next clean-up to try again
+        _write_state(workdir, {"wq_cpumask": st["wq_cpumask"]})
+    else:
+        os.unlink(os.path.join(workdir, STATE_NAME))
     log(f"[tiers] loop tier removed ({st.get('loop', '?')}, {st.get('image', '?')})")
 
 
@@ -187,9 +193,10 @@ class Tiers:
         self.workdir = workdir
         self.file_size = file_size
         self.log = log
-        # The CPUs the programs run on; set before the loop tier is made to keep the loop device's
-        # workers there (see the module's text). None: leave the workqueues alone.
+        # The CPUs the programs run on, where pin_workers keeps the loop device's workers while
+        # the loop tier's rows run (see the module's text). None: leave the workqueues alone.
         self.worker_cpus: list[int] | None = None
+        self._pinned = False
         self.tiers: dict[str, Tier] = {}
         os.makedirs(workdir, exist_ok=True)
 
@@ -198,6 +205,42 @@ class Tiers:
 
     def __exit__(self, *exc):
         cleanup_loop(self.workdir, self.log)
+
+    def pin_workers(self, on: bool) -> str:
+        """Keeps the unbound workqueues on worker_cpus (on) or gives them back their old cpumask
+        (off); idempotent, a no-op without worker_cpus or a loop tier. Returns "" or why it could
+        not. The old mask goes into the loop tier's state file before the mask changes, and
+        leaves it only once it is back."""
+        if on == self._pinned or not self.worker_cpus:
+            return ""
+        st = _read_state(self.workdir)
+        if not st:
+            return "no loop tier"
+        if on:
+            try:
+                with open(WQ_CPUMASK) as f:
+                    old = f.read().strip()
+            except OSError as e:
+                return f"{WQ_CPUMASK}: {e.strerror or e}"
+            if not old:
+                return f"{WQ_CPUMASK} reads empty"
+            st["wq_cpumask"] = old
+            _write_state(self.workdir, st)
+            why = _write_cpumask(cpumask_text(self.worker_cpus))
+            if why:
+                del st["wq_cpumask"]
+                _write_state(self.workdir, st)
+                return why
+            self._pinned = True
+            return ""
+        why = _write_cpumask(st.get("wq_cpumask", ""))
+        if why:
+            self.log(f"[tiers] could not restore the workqueue cpumask {st.get('wq_cpumask')}: {why}")
+            return why  # still on record: cleanup_loop tries again
+        del st["wq_cpumask"]
+        _write_state(self.workdir, st)
+        self._pinned = False
+        return ""
         return False
 
     def get(self, name: str) -> Tier:
@@ -209,6 +252,10 @@ class Tiers:
 
     def _make_disk(self) -> Tier:
         path = os.path.join(self.workdir, f"disk-testfile-{self.file_size}.bin")
+        try:  # the copy figure's copy, left behind by a run that was killed outright
+            os.unlink(os.path.join(self.workdir, "copy-dst.bin"))
+        except FileNotFoundError:
+            pass
         src = _run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "-T", self.workdir]).stdout.strip() or "?"
         try:
             if not (os.path.exists(path) and os.path.getsize(path) == self.file_size):
@@ -244,8 +291,14 @@ class Tiers:
             return Tier("loop", False, "loop device on /dev/shm", reason="/dev/shm missing")
         image = f"/dev/shm/ringo-bench-{os.getpid()}.img"
         # The test file, room for a copy of it (the copy figure), and ext4's metadata and journal: a
-        # quarter extra plus 64 MiB.
+        # quarter extra plus 64 MiB. The image is sparse: check that tmpfs can hold it, or writes
+        # would fail later as I/O errors.
         img_size = 2 * self.file_size + self.file_size // 4 + (64 << 20)
+        vfs = os.statvfs("/dev/shm")
+        if vfs.f_bavail * vfs.f_frsize < img_size:
+            return Tier("loop", False, "loop device on /dev/shm",
+                        reason=f"/dev/shm has {vfs.f_bavail * vfs.f_frsize >> 20} MiB free, "
+                               f"the image needs {img_size >> 20} MiB")
         st = {"image": image}
         _write_state(self.workdir, st)
         try:
@@ -263,22 +316,15 @@ class Tiers:
         st["loop"] = loop
         _write_state(self.workdir, st)
         workers = "loop device's workers on any CPU"
-        if self.worker_cpus:
-            try:
-                with open(WQ_CPUMASK) as f:
-                    old_mask = f.read().strip()
-            except OSError as e:
-                old_mask, why = "", f"{WQ_CPUMASK}: {e.strerror or e}"
-            if old_mask:
-                st["wq_cpumask"] = old_mask  # saved first: a killed run still restores it
-                _write_state(self.workdir, st)
-                why = _write_cpumask(cpumask_text(self.worker_cpus))
+        if self.worker_cpus:  # tried once here, so that the description says what the rows get
             cpus = ",".join(str(c) for c in self.worker_cpus)
+            why = self.pin_workers(True) or self.pin_workers(False)
             if why:
                 self.log(f"[tiers] cannot keep the loop device's workers on CPU {cpus}: {why}")
                 workers += f" (could not pin them: {why})"
+                self.worker_cpus = None
             else:
-                workers = f"loop device's workers on CPU {cpus}, the programs' CPU"
+                workers = f"loop device's workers on CPU {cpus}, the programs' CPU, while its rows run"
         mnt = os.path.join(self.workdir, "loopmnt")
         os.makedirs(mnt, exist_ok=True)
         st["mount"] = mnt
@@ -317,7 +363,8 @@ class Tiers:
 
 
 if __name__ == "__main__":
-    # `python3 tiers.py cleanup WORKDIR`: used by scripts/bench's EXIT trap.
+    # `python3 tiers.py cleanup WORKDIR`: cleanup_loop by hand (scripts/bench's EXIT trap does
+    # the same in shell, from the same state file).
     if len(sys.argv) == 3 and sys.argv[1] == "cleanup":
         cleanup_loop(sys.argv[2])
     else:

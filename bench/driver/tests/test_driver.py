@@ -171,6 +171,29 @@ class LoopWorkerPinning(unittest.TestCase):
         self.assertEqual(tiers.cpumask_text([0, 1]), "00000003")
         self.assertEqual(tiers.cpumask_text([33]), "00000002,00000000")
 
+    def test_pin_workers_saves_sets_and_restores_the_mask(self):
+        with tempfile.TemporaryDirectory() as d:
+            mask = os.path.join(d, "cpumask")
+            with open(mask, "w") as f:
+                f.write("3\n")
+            with open(os.path.join(d, tiers.STATE_NAME), "w") as f:
+                f.write("loop=/dev/loop9\n")
+            saved, tiers.WQ_CPUMASK = tiers.WQ_CPUMASK, mask
+            try:
+                t = tiers.Tiers(d, 1 << 20, log=lambda *_: None)
+                t.worker_cpus = [1]
+                self.assertEqual(t.pin_workers(True), "")
+                self.assertEqual(t.pin_workers(True), "")  # idempotent
+                with open(mask) as f:
+                    self.assertEqual(f.read(), "00000002\n")
+                self.assertEqual(tiers._read_state(d).get("wq_cpumask"), "3")
+                self.assertEqual(t.pin_workers(False), "")
+                with open(mask) as f:
+                    self.assertEqual(f.read(), "3\n")
+                self.assertEqual(tiers._read_state(d), {"loop": "/dev/loop9"})
+            finally:
+                tiers.WQ_CPUMASK = saved
+
     def test_cleanup_gives_the_old_mask_back(self):
         with tempfile.TemporaryDirectory() as d:
             mask = os.path.join(d, "cpumask")
@@ -218,6 +241,12 @@ class CopyRuns(unittest.TestCase):
         self.assertEqual(r.status, "failed")
         self.assertIn("differs", r.error)
         self.assertFalse(os.path.exists(self.dst))
+
+    def test_a_program_past_its_time_is_stopped(self):
+        r = execute.run_copy(["sleep", "30"], self.src, self.dst, 0.3)
+        self.assertEqual(r.status, "failed")
+        self.assertIn("timeout", r.error)
+        self.assertLess(r.wall, 10)
 
     def test_a_failing_program_fails(self):
         r = execute.run_copy(["cp", os.path.join(self.dir.name, "missing"), self.dst], self.src, self.dst, 60.0)
