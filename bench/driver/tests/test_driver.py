@@ -166,49 +166,57 @@ class Strace(unittest.TestCase):
 
 
 class LoopWorkerPinning(unittest.TestCase):
+    """The unbound workqueues' cpumask, here a file in a temporary folder that also holds the
+    loop tier's state file."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.d = self.dir.name
+        self.mask = os.path.join(self.d, "cpumask")
+        self.saved, tiers.WQ_CPUMASK = tiers.WQ_CPUMASK, self.mask
+
+    def tearDown(self):
+        tiers.WQ_CPUMASK = self.saved
+        self.dir.cleanup()
+
+    def write(self, mask: str, state: str) -> None:
+        with open(self.mask, "w") as f:
+            f.write(mask + "\n")
+        with open(os.path.join(self.d, tiers.STATE_NAME), "w") as f:
+            f.write(state + "\n")
+
+    def read_mask(self) -> str:
+        with open(self.mask) as f:
+            return f.read()
+
     def test_cpumask_text_is_the_kernels_format(self):
         self.assertEqual(tiers.cpumask_text([1]), "00000002")
         self.assertEqual(tiers.cpumask_text([0, 1]), "00000003")
         self.assertEqual(tiers.cpumask_text([33]), "00000002,00000000")
 
     def test_pin_workers_saves_sets_and_restores_the_mask(self):
-        with tempfile.TemporaryDirectory() as d:
-            mask = os.path.join(d, "cpumask")
-            with open(mask, "w") as f:
-                f.write("3\n")
-            with open(os.path.join(d, tiers.STATE_NAME), "w") as f:
-                f.write("loop=/dev/loop9\n")
-            saved, tiers.WQ_CPUMASK = tiers.WQ_CPUMASK, mask
-            try:
-                t = tiers.Tiers(d, 1 << 20, log=lambda *_: None)
-                t.worker_cpus = [1]
-                self.assertEqual(t.pin_workers(True), "")
-                self.assertEqual(t.pin_workers(True), "")  # idempotent
-                with open(mask) as f:
-                    self.assertEqual(f.read(), "00000002\n")
-                self.assertEqual(tiers._read_state(d).get("wq_cpumask"), "3")
-                self.assertEqual(t.pin_workers(False), "")
-                with open(mask) as f:
-                    self.assertEqual(f.read(), "3\n")
-                self.assertEqual(tiers._read_state(d), {"loop": "/dev/loop9"})
-            finally:
-                tiers.WQ_CPUMASK = saved
+        self.write("3", "loop=/dev/loop9")
+        t = tiers.Tiers(self.d, 1 << 20, log=lambda *_: None)
+        t.worker_cpus = [1]
+        self.assertEqual(t.pin_workers(True), "")
+        self.assertEqual(t.pin_workers(True), "")  # idempotent
+        self.assertEqual(self.read_mask(), "00000002\n")
+        self.assertEqual(tiers._read_state(self.d).get("wq_cpumask"), "3")
+        self.assertEqual(t.pin_workers(False), "")
+        self.assertEqual(self.read_mask(), "3\n")
+        self.assertEqual(tiers._read_state(self.d), {"loop": "/dev/loop9"})
 
     def test_cleanup_gives_the_old_mask_back(self):
-        with tempfile.TemporaryDirectory() as d:
-            mask = os.path.join(d, "cpumask")
-            with open(mask, "w") as f:
-                f.write("00000002\n")
-            with open(os.path.join(d, tiers.STATE_NAME), "w") as f:
-                f.write("wq_cpumask=3\n")
-            saved, tiers.WQ_CPUMASK = tiers.WQ_CPUMASK, mask
-            try:
-                tiers.cleanup_loop(d, log=lambda *_: None)
-            finally:
-                tiers.WQ_CPUMASK = saved
-            with open(mask) as f:
-                self.assertEqual(f.read(), "3\n")
-            self.assertFalse(os.path.exists(os.path.join(d, tiers.STATE_NAME)))
+        self.write("00000002", "wq_cpumask=3")
+        tiers.cleanup_loop(self.d, log=lambda *_: None)
+        self.assertEqual(self.read_mask(), "3\n")
+        self.assertFalse(os.path.exists(os.path.join(self.d, tiers.STATE_NAME)))
+
+    def test_cleanup_keeps_the_old_mask_on_record_when_it_cannot_write_it(self):
+        self.write("00000002", "wq_cpumask=3")
+        tiers.WQ_CPUMASK = self.d  # a folder: the write fails
+        tiers.cleanup_loop(self.d, log=lambda *_: None)
+        self.assertEqual(tiers._read_state(self.d), {"wq_cpumask": "3"})
 
 
 class CopyRuns(unittest.TestCase):
