@@ -7,6 +7,7 @@ A run is ok only when the program exits 0, prints a JSON object line on stdout, 
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import shlex
@@ -78,19 +79,6 @@ def run_command(argv: list[str], timeout: float) -> Run:
     return classify(p.returncode, out, err, cmd, time.monotonic() - t0)
 
 
-def files_equal(a: str, b: str, chunk: int = 1 << 20) -> bool:
-    """True when files a and b hold the same bytes."""
-    if os.path.getsize(a) != os.path.getsize(b):
-        return False
-    with open(a, "rb") as fa, open(b, "rb") as fb:
-        while True:
-            x, y = fa.read(chunk), fb.read(chunk)
-            if x != y:
-                return False
-            if not x:
-                return True
-
-
 def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = "") -> Run:
     """One run of a program that copies file `src` to `dst` and prints nothing we read (ringo's
     examples/copy, coreutils cp, dd): `dst` is removed first and the file systems synced (untimed);
@@ -143,7 +131,7 @@ def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = ""
             "cpu_seconds": ru.ru_utime + ru.ru_stime, "user_cpu_seconds": ru.ru_utime,
             "minflt": ru.ru_minflt, "errors": 0, "ok": True}
     try:
-        same = p.returncode == 0 and files_equal(src, dst)
+        same = p.returncode == 0 and filecmp.cmp(src, dst, shallow=False)
     except OSError as e:
         same, tail = False, f"cannot compare the copy: {e}"
     remove_dst()

@@ -649,8 +649,9 @@ FIGURES: list[Figure] = [
                "page-cache rows.",
                "ringo copy: examples/copy with its default of 8 blocks of 128 KiB in flight, and with 4 of "
                "1 MiB; each block is read into a registered buffer and written from it (File::read_at_fixed, "
-               "File::write_at_fixed), both files in the registered file table. cp: coreutils 9.1, which copies with copy_file_range(2), inside the kernel, without "
-               "user-space buffers (no O_DIRECT option). dd: one read(2) and one write(2) at a time, "
+               "File::write_at_fixed), both files in the registered file table. cp: coreutils 9.1, which "
+               "copies with copy_file_range(2), inside the kernel, without user-space buffers (no O_DIRECT "
+               "option). dd: one read(2) and one write(2) at a time, "
                "iflag=direct oflag=direct on the O_DIRECT rows. Through the page cache, ext4 makes io_uring hand "
                "every write to an io-wq worker (about 1 400 worker switches per 256 MiB at 128 KiB blocks); "
                "those workers are threads of the process, on its CPU (checked with sched_switch events) and "

@@ -211,10 +211,6 @@ class Runner:
                     return execute.Run("unsupported", {}, f"unsupported: the tier has no file system to copy in "
                                                           f"({p['file']})")
                 p["dst"] = os.path.join(os.path.dirname(p["file"]), "copy-dst.bin")
-                argv, why = expand(tmpl, p, self.bins)
-                if argv is None:
-                    return execute.Run("failed", {}, why)
-                return execute.run_copy(self.pin_for(cell) + trace + argv, p["file"], p["dst"], timeout, impl.name)
             if impl.kind == "server":
                 p["port"] = execute.free_port()
                 sargv, why = expand(tmpl, p, self.bins)
@@ -227,7 +223,10 @@ class Runner:
             argv, why = expand(tmpl, p, self.bins)
             if argv is None:
                 return execute.Run("failed", {}, why)
-            return execute.run_command(self.pin_for(cell) + trace + argv, timeout)
+            argv = self.pin_for(cell) + trace + argv
+            if impl.kind == "copy":
+                return execute.run_copy(argv, p["file"], p["dst"], timeout, impl.name)
+            return execute.run_command(argv, timeout)
         except KeyError as e:
             return execute.Run("failed", {}, f"registry template error: {e}")
 

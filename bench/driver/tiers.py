@@ -205,6 +205,7 @@ class Tiers:
 
     def __exit__(self, *exc):
         cleanup_loop(self.workdir, self.log)
+        return False
 
     def pin_workers(self, on: bool) -> str:
         """Keeps the unbound workqueues on worker_cpus (on) or gives them back their old cpumask
@@ -241,7 +242,6 @@ class Tiers:
         _write_state(self.workdir, st)
         self._pinned = False
         return ""
-        return False
 
     def get(self, name: str) -> Tier:
         if name not in self.tiers:
@@ -315,8 +315,13 @@ class Tiers:
         loop = r.stdout.strip()
         st["loop"] = loop
         _write_state(self.workdir, st)
+        mnt = os.path.join(self.workdir, "loopmnt")
+        os.makedirs(mnt, exist_ok=True)
+        st["mount"] = mnt
+        _write_state(self.workdir, st)
         workers = "loop device's workers on any CPU"
-        if self.worker_cpus:  # tried once here, so that the description says what the rows get
+        if self.worker_cpus:  # tried once here, so that the description says what the rows get;
+            # after the last write of `st`, which would drop a mask pin_workers keeps on record
             cpus = ",".join(str(c) for c in self.worker_cpus)
             why = self.pin_workers(True) or self.pin_workers(False)
             if why:
@@ -325,10 +330,6 @@ class Tiers:
                 self.worker_cpus = None
             else:
                 workers = f"loop device's workers on CPU {cpus}, the programs' CPU, while its rows run"
-        mnt = os.path.join(self.workdir, "loopmnt")
-        os.makedirs(mnt, exist_ok=True)
-        st["mount"] = mnt
-        _write_state(self.workdir, st)
         mk = _run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", loop]) \
             if shutil.which("mkfs.ext4") else None
         mounted = False
