@@ -68,6 +68,7 @@
 #include <ringo/io/result.hpp>
 #include <ringo/io/signal.hpp>
 
+#include <ringo/net/accept_loop.hpp>
 #include <ringo/net/address.hpp>
 #include <ringo/net/error.hpp>
 #include <ringo/net/listener.hpp>

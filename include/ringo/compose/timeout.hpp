@@ -12,17 +12,20 @@
 
 namespace ringo {
 
+class Watchdog;
+
 namespace detail {
 
-// Cancels a branch when its deadline passes.
+// Cancels a branch when its deadline passes; for a Watchdog's guard, only once the watchdog
+// has gone `idle` without a feed (until then the timer moves to the new deadline).
 struct DeadlineTimer : TimerEntry {
     CancelCtx* branch = nullptr;
+    Runtime* rt = nullptr;
+    Watchdog* dog = nullptr;
     bool fired = false;
-    static void on_fire(TimerEntry* t) noexcept {
-        auto* d = static_cast<DeadlineTimer*>(t);
-        d->fired = true;
-        cancel(*d->branch);
-    }
+    static void on_fire(TimerEntry* t) noexcept;
+    /// Feeds `dog` (a guard begins) and yields its deadline.
+    static std::uint64_t start_guard(Watchdog& dog) noexcept;
 };
 
 template <class R>
@@ -98,6 +101,60 @@ struct TimeoutResultOf<A> {
 template <class A>
 using timeout_result_t = typename detail::TimeoutResultOf<A>::type;
 
+namespace detail {
+// with_timeout and Watchdog::guard: awaits `a` in a branch of its own that a timer cancels
+// once `d` has passed (at once for d <= 0), or, with a watchdog, once it has gone idle. The
+// deadline counts from the start of the await; yields as with_timeout says.
+template <class A>
+Task<timeout_result_t<A>> await_with_deadline(A a, std::chrono::nanoseconds d, Watchdog* dog) {
+    using R = await_result_t<A>;
+    const bool now = d.count() <= 0;
+    const std::uint64_t deadline = dog ? DeadlineTimer::start_guard(*dog) : deadline_after(d);
+    detail::CancelCtx branch;
+    detail::CancelCtx* outer = co_await detail::CurrentCtx{};
+    co_await detail::EnterBranch{&branch};
+    Runtime* rt = Runtime::current();
+    detail::DeadlineTimer timer;
+    timer.branch = &branch;
+    timer.rt = rt;
+    timer.dog = dog;
+    timer.fire = &detail::DeadlineTimer::on_fire;
+    timer.deadline = deadline;
+    if (rt) {
+        if (now)
+            detail::cancel(branch);
+        else
+            detail::RuntimeAccess::add_timer(*rt, timer);
+    }
+    std::exception_ptr exc;
+    std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
+    try {
+        if constexpr (std::is_void_v<R>) {
+            co_await std::move(a);
+            value.emplace('x');
+        } else {
+            value.emplace(co_await std::move(a));
+        }
+    } catch (...) {
+        exc = std::current_exception();
+    }
+    bool expired = timer.fired || now;
+    if (rt)
+        detail::RuntimeAccess::remove_timer(*rt, timer);
+    co_await detail::LeaveBranch{&branch, outer};
+    if (exc)
+        std::rethrow_exception(exc);
+    if constexpr (ErrnoAwaitable<A>) {
+        int r = *value;
+        co_return (expired && r == -ECANCELED) ? -ETIME : r;
+    } else if constexpr (std::is_void_v<R>) {
+        co_return Timed<void>(expired);
+    } else {
+        co_return Timed<R>(expired, std::move(*value));
+    }
+}
+} // namespace detail
+
 /// Awaits `a`, but cancels it once `d` has passed (through the task's cancellation, so an
 /// operation gets ASYNC_CANCEL and is awaited to its final CQE: no buffer is released while
 /// the kernel may still write to it). Works on any awaitable: an operation, a Task, a
@@ -115,47 +172,84 @@ using timeout_result_t = typename detail::TimeoutResultOf<A>::type;
 /// kernel sees at most one wait timeout however many with_timeout are pending.
 template <class A, class Rep, class Period>
 Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d) {
-    using R = await_result_t<A>;
-    detail::CancelCtx branch;
-    detail::CancelCtx* outer = co_await detail::CurrentCtx{};
-    co_await detail::EnterBranch{&branch};
-    Runtime* rt = Runtime::current();
-    detail::DeadlineTimer timer;
-    timer.branch = &branch;
-    timer.fire = &detail::DeadlineTimer::on_fire;
-    timer.deadline = detail::deadline_after(detail::saturated_ns(d));
-    if (rt) {
-        if (d.count() <= 0)
-            detail::cancel(branch);
-        else
-            detail::RuntimeAccess::add_timer(*rt, timer);
+    return detail::await_with_deadline(std::move(a), detail::saturated_ns(d), nullptr);
+}
+
+/// A deadline for "no progress in `idle`": the connection that has neither received nor sent
+/// a byte for 60 seconds, the transfer that stalled. Awaiting something through guard()
+/// cancels it once `idle` has passed since the last feed() (or since the guard began); each
+/// feed() moves that deadline, and costs one clock read, no timer operation:
+///
+///     ringo::Watchdog idle(60s);
+///     auto session = [&]() -> ringo::Task<void> {
+///         for (;;) {
+///             auto n = co_await conn.read(buf, sizeof buf);   // cancelled after 60 s of silence
+///             if (!n || *n == 0)
+///                 break;
+///             idle.feed();                                    // progress
+///             ...
+///         }
+///     };
+///     auto r = co_await idle.guard(session());                 // r.timed_out(): it went idle
+///
+/// guard(a) yields as with_timeout(a, d) does (an int -ETIME for an errno-style awaitable
+/// that the watchdog cancelled, Timed<R> otherwise); expired() says afterwards whether the
+/// watchdog cancelled it. Everything `a` awaits is cancelled as a task is (operations get
+/// ASYNC_CANCEL and end at their final completion), so nothing leaks and no buffer is freed
+/// early. The timer is one entry in the runtime's timer heap, moved only when it comes due
+/// (then to the last feed plus `idle`). Owner thread of the runtime; the watchdog must outlive
+/// every guard() awaited through it (several may run at once: all of them see every feed).
+class Watchdog {
+public:
+    template <class Rep, class Period>
+    explicit Watchdog(std::chrono::duration<Rep, Period> idle) noexcept
+        : idle_(detail::saturated_ns(idle)), last_(detail::now_ns()) {}
+
+    /// Progress: the deadline is `idle` from now.
+    void feed() noexcept { last_ = detail::now_ns(); }
+    /// The idle time allowed.
+    [[nodiscard]] std::chrono::nanoseconds idle() const noexcept { return idle_; }
+    /// True once a guard() was cancelled because `idle` passed without a feed().
+    [[nodiscard]] bool expired() const noexcept { return expired_; }
+
+    /// Awaits `a` (feeding the watchdog as it starts); cancels `a` once `idle` passes without
+    /// a feed.
+    template <class A>
+    Task<timeout_result_t<A>> guard(A a) {
+        return detail::await_with_deadline(std::move(a), idle_, this);
     }
-    std::exception_ptr exc;
-    std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
-    try {
-        if constexpr (std::is_void_v<R>) {
-            co_await std::move(a);
-            value.emplace('x');
-        } else {
-            value.emplace(co_await std::move(a));
+
+private:
+    friend struct detail::DeadlineTimer;
+    [[nodiscard]] std::uint64_t deadline() const noexcept {
+        if (idle_.count() <= 0)
+            return last_;
+        auto add = static_cast<std::uint64_t>(idle_.count());
+        return add > ~std::uint64_t{0} - last_ ? ~std::uint64_t{0} : last_ + add;
+    }
+    std::chrono::nanoseconds idle_;
+    std::uint64_t last_;
+    bool expired_ = false;
+};
+
+inline std::uint64_t detail::DeadlineTimer::start_guard(Watchdog& dog) noexcept {
+    dog.feed();
+    return dog.deadline();
+}
+
+inline void detail::DeadlineTimer::on_fire(TimerEntry* t) noexcept {
+    auto* d = static_cast<DeadlineTimer*>(t);
+    if (Watchdog* dog = d->dog) {
+        std::uint64_t next = dog->deadline();
+        if (next > d->deadline && next > now_ns()) { // fed since: wait for the new deadline
+            d->deadline = next;
+            RuntimeAccess::add_timer(*d->rt, *d); // just removed from the heap: no allocation
+            return;
         }
-    } catch (...) {
-        exc = std::current_exception();
+        dog->expired_ = true;
     }
-    bool expired = timer.fired || d.count() <= 0;
-    if (rt)
-        detail::RuntimeAccess::remove_timer(*rt, timer);
-    co_await detail::LeaveBranch{&branch, outer};
-    if (exc)
-        std::rethrow_exception(exc);
-    if constexpr (ErrnoAwaitable<A>) {
-        int r = *value;
-        co_return (expired && r == -ECANCELED) ? -ETIME : r;
-    } else if constexpr (std::is_void_v<R>) {
-        co_return Timed<void>(expired);
-    } else {
-        co_return Timed<R>(expired, std::move(*value));
-    }
+    d->fired = true;
+    cancel(*d->branch);
 }
 
 } // namespace ringo

@@ -23,6 +23,7 @@
 #include <ringo/core/runtime_pool.hpp>
 #include <ringo/core/time.hpp>
 #include <ringo/io/fd.hpp>
+#include <ringo/net/accept_loop.hpp>
 #include <ringo/net/address.hpp>
 #include <ringo/net/tcp.hpp>
 
@@ -198,33 +199,31 @@ private:
     static constexpr bool valid_handler = std::is_invocable_v<H&, TcpStream, SocketAddr> ||
                                           std::is_invocable_v<H&, TcpStream> || std::is_invocable_v<H&, int>;
 
+    // Single accepts (each gives the peer's address, which the handler may take); errors as
+    // net::accept_loop treats them (classify_accept_error).
     template <class H>
     static Task<void> accept_loop(std::shared_ptr<State> st, std::size_t i, std::shared_ptr<H> h) {
         TcpListener& listener = st->listeners[i];
+        unsigned shortages = 0;
         for (;;) {
             auto c = co_await listener.accept();
             if (c) {
+                shortages = 0;
                 st->accepted[i].value.fetch_add(1, std::memory_order_relaxed);
                 ringo::spawn(serve(h, std::move(c->stream), c->peer)).detach();
                 continue;
             }
             const int e = c.error().value();
-            if (e == ECANCELED || co_await cancellation_requested())
+            const bool cancelled = co_await cancellation_requested(); // (not in an if: GCC 12)
+            if (cancelled || e == ECANCELED)
                 co_return;
-            switch (e) {
-            case EINTR:
-            case EAGAIN:
-            case ECONNABORTED:
-            case EPROTO:
-            case EPERM: // a firewall refused this one connection
-                continue;
-            case EMFILE:
-            case ENFILE:
-            case ENOBUFS:
-            case ENOMEM: // out of descriptors or memory: back off, then accept again
-                co_await sleep_for(std::chrono::milliseconds(10));
-                continue;
-            default: { // the socket itself is unusable (EBADF, EINVAL, ...)
+            switch (classify_accept_error(e)) {
+            case AcceptFailure::next: break;
+            case AcceptFailure::back_off: // out of descriptors or memory: wait, then accept again
+                (void)co_await sleep_for(accept_back_off(shortages));
+                ++shortages;
+                break;
+            case AcceptFailure::stop: { // the socket itself is unusable (EBADF, EINVAL, ...)
                 int expected = 0;
                 st->error.compare_exchange_strong(expected, -e, std::memory_order_relaxed);
                 co_return;
