@@ -169,10 +169,14 @@ struct PipeEnds {
 namespace detail {
 /// What ringo::pipe() returns: IORING_OP_PIPE (6.16) into descriptors held by the awaitable
 /// (in the awaiting frame), or pipe2(2) where the probe lacks the opcode or no runtime runs.
-/// Neither copied nor moved: the kernel writes into it.
+/// The kernel writes into it, so it is not copied, and moved only before it is awaited (as
+/// with_timeout, when_all and when_any do): the operation is pointed at the descriptors in
+/// await_suspend, not before. (A move hands over any descriptor it holds all the same.)
 class [[nodiscard]] PipeAwait {
 public:
     PipeAwait() noexcept : op_(nullptr, O_CLOEXEC, 0, false) {}
+    PipeAwait(PipeAwait&& o) noexcept
+        : fds_{std::exchange(o.fds_[0], -1), std::exchange(o.fds_[1], -1)}, op_(std::move(o.op_)) {}
     PipeAwait(const PipeAwait&) = delete;
     PipeAwait& operator=(const PipeAwait&) = delete;
     // A pipe the kernel made but nobody took: its frame was destroyed after the CQE came

@@ -121,7 +121,9 @@ protected:
 
 /// Base of every operation awaitable. `Derived` provides `static constexpr std::uint8_t
 /// opcode` and `void prepare(io_uring_sqe*)`. The state lives in the awaitable itself,
-/// which sits in the awaiting coroutine's frame: awaiting costs no heap allocation.
+/// which sits in the awaiting coroutine's frame: awaiting costs no heap allocation. It may be
+/// copied or moved before it is awaited (with_timeout, when_all and when_any take it by
+/// value), never once await_suspend has run: its address is the SQE's user_data from then on.
 ///
 /// `co_await` yields the CQE's result exactly as the kernel reports it: a count or value
 /// >= 0, or -errno. Without a runtime on the thread it yields -ENXIO; when the kernel's

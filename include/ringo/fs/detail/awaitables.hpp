@@ -46,11 +46,15 @@ struct YieldExists {
 };
 
 /// One IORING_OP_STATX whose struct statx lives in the awaitable (in the awaiting frame: no
-/// allocation). Neither copied nor moved: the kernel writes into it.
+/// allocation). The kernel writes into it, so it is not copied, and moved only before it is
+/// awaited (as with_timeout, when_all and when_any do): the operation is pointed at the
+/// struct statx in await_suspend, not before. The path is not copied: it must stay valid
+/// until the await ends.
 template <class Yield>
 class [[nodiscard]] StatxAwait {
 public:
     StatxAwait(int dfd, const char* path, int flags) noexcept : op_(dfd, path, flags, STATX_BASIC_STATS, nullptr) {}
+    StatxAwait(StatxAwait&&) noexcept = default;
     StatxAwait(const StatxAwait&) = delete;
     StatxAwait& operator=(const StatxAwait&) = delete;
     bool await_ready() const noexcept { return false; }

@@ -33,9 +33,12 @@ struct Datagram {
 namespace detail {
 
 /// IORING_OP_CONNECT with the address kept in the awaitable (a copy: the caller's may go).
+/// Not copied; moved only before it is awaited (as with_timeout, when_all and when_any do):
+/// the operation is pointed at the address in await_suspend, not before.
 class [[nodiscard]] ConnectAwait {
 public:
     ConnectAwait(op::FileRef fd, const SocketAddr& to) noexcept : to_(to), op_(fd, nullptr, 0) {}
+    ConnectAwait(ConnectAwait&&) noexcept = default;
     ConnectAwait(const ConnectAwait&) = delete;
     ConnectAwait& operator=(const ConnectAwait&) = delete;
     bool await_ready() const noexcept { return false; }
@@ -53,12 +56,15 @@ private:
 };
 
 /// One IORING_OP_SENDMSG of one buffer to an address: the msghdr, its iovec and a copy of the
-/// address live in the awaitable (in the awaiting frame: no allocation). Neither copied nor
-/// moved: the kernel reads them.
+/// address live in the awaitable (in the awaiting frame: no allocation). The kernel reads
+/// them, so it is not copied, and moved only before it is awaited (as with_timeout, when_all
+/// and when_any do): the operation and the msghdr are pointed at its own members in
+/// await_suspend, not before.
 class [[nodiscard]] SendToAwait {
 public:
     SendToAwait(op::FileRef fd, const void* buf, std::size_t len, const SocketAddr& to) noexcept
-        : to_(to), iov_{const_cast<void*>(buf), len}, op_(fd, &msg_, MSG_NOSIGNAL) {}
+        : to_(to), iov_{const_cast<void*>(buf), len}, op_(fd, nullptr, MSG_NOSIGNAL) {}
+    SendToAwait(SendToAwait&&) noexcept = default;
     SendToAwait(const SendToAwait&) = delete;
     SendToAwait& operator=(const SendToAwait&) = delete;
     bool await_ready() const noexcept { return false; }
@@ -69,6 +75,7 @@ public:
         msg_.msg_namelen = to_.size();
         msg_.msg_iov = &iov_;
         msg_.msg_iovlen = 1;
+        op_.msg_ = &msg_;
         return op_.await_suspend(h);
     }
     Result<std::size_t> await_resume() noexcept { return result_of<std::size_t>(op_.await_resume()); }
@@ -82,10 +89,13 @@ private:
 
 /// One IORING_OP_RECVMSG into one buffer, with MSG_TRUNC (the result is the datagram's full
 /// length, so a longer datagram is seen): the msghdr, its iovec and the sender's address live
-/// in the awaitable. Neither copied nor moved: the kernel writes into it.
+/// in the awaitable. The kernel writes into it, so it is not copied, and moved only before it
+/// is awaited (as with_timeout, when_all and when_any do): the operation and the msghdr are
+/// pointed at its own members in await_suspend, not before.
 class [[nodiscard]] RecvFromAwait {
 public:
-    RecvFromAwait(op::FileRef fd, void* buf, std::size_t len) noexcept : iov_{buf, len}, op_(fd, &msg_, MSG_TRUNC) {}
+    RecvFromAwait(op::FileRef fd, void* buf, std::size_t len) noexcept : iov_{buf, len}, op_(fd, nullptr, MSG_TRUNC) {}
+    RecvFromAwait(RecvFromAwait&&) noexcept = default;
     RecvFromAwait(const RecvFromAwait&) = delete;
     RecvFromAwait& operator=(const RecvFromAwait&) = delete;
     bool await_ready() const noexcept { return false; }
@@ -96,6 +106,7 @@ public:
         msg_.msg_namelen = *peer_.out_size();
         msg_.msg_iov = &iov_;
         msg_.msg_iovlen = 1;
+        op_.msg_ = &msg_;
         return op_.await_suspend(h);
     }
     Result<Datagram> await_resume() noexcept {

@@ -124,12 +124,15 @@ protected:
 };
 
 /// One IORING_OP_ACCEPT (SOCK_CLOEXEC) whose peer address lives in the awaitable (in the
-/// awaiting frame: no allocation), yielding the connection as a Stream. Neither copied nor
-/// moved: the kernel writes into it.
+/// awaiting frame: no allocation), yielding the connection as a Stream. The kernel writes
+/// into it, so it is not copied, and moved only before it is awaited (as with_timeout,
+/// when_all and when_any do): the operation is pointed at the address in await_suspend, not
+/// before.
 template <class Stream>
 class [[nodiscard]] AcceptAwait {
 public:
     explicit AcceptAwait(op::FileRef fd) noexcept : op_(fd, nullptr, nullptr, SOCK_CLOEXEC) {}
+    AcceptAwait(AcceptAwait&&) noexcept = default;
     AcceptAwait(const AcceptAwait&) = delete;
     AcceptAwait& operator=(const AcceptAwait&) = delete;
     bool await_ready() const noexcept { return false; }
