@@ -158,7 +158,10 @@ Task<timeout_result_t<A>> await_with_deadline(A a, std::chrono::nanoseconds d, W
 /// Awaits `a`, but cancels it once `d` has passed (through the task's cancellation, so an
 /// operation gets ASYNC_CANCEL and is awaited to its final CQE: no buffer is released while
 /// the kernel may still write to it). Works on any awaitable: an operation, a Task, a
-/// when_all, a JoinHandle (then the task behind it is cancelled), a sleep, a channel recv.
+/// when_all, a JoinHandle (then the task behind it is cancelled), a sleep, a channel recv,
+/// and every awaitable of net::, fs:: and the I/O layer (`with_timeout(listener.accept(),
+/// 5s)`). `a` is moved in and held until the returned Task is awaited: every awaitable ringo
+/// returns can be moved until it is awaited; std::move one kept in a variable.
 ///
 /// The rule (docs/compose.md): with_timeout yields what `a` yields and whether the deadline
 /// passed before `a` finished. An errno-style awaitable (ErrnoAwaitable: every op::, sleeps,

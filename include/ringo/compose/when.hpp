@@ -217,7 +217,9 @@ Task<std::pair<std::size_t, branch_value_t<T>>> when_any_range(std::vector<Task<
 ///   submission, no coroutine per operation; yields std::tuple<int...>.
 /// - Otherwise (tasks, or any mix of awaitables): each runs as a branch task on the current
 ///   runtime; yields std::tuple of their values (std::monostate for void). The first
-///   exception cancels the other branches; all are awaited, then it is rethrown.
+///   exception cancels the other branches; all are awaited, then it is rethrown. Any
+///   awaitable ringo returns works (`when_all(listener.accept(), TcpStream::connect(a))`):
+///   arguments are moved in, as every awaitable ringo returns can be until it is awaited.
 /// Cancelling the awaiting task cancels every branch.
 template <class... As>
 auto when_all(As&&... as) {
@@ -265,7 +267,7 @@ detail::OpVector<O> when_all(std::vector<O>& ops) {
 /// and awaited to their end (their operations to their final CQE) before this returns, so
 /// no buffer of theirs is still in the kernel's hands. Yields {index, value} of the winner
 /// (a loser's result is discarded); rethrows if the winner threw. All arguments must yield
-/// the same type.
+/// the same type. Arguments are moved in, as for when_all.
 template <class A0, class... As>
 auto when_any(A0&& a0, As&&... as) {
     using R = detail::branch_value_t<await_result_t<A0>>;
