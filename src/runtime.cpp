@@ -66,7 +66,7 @@ void PromiseBase::spawned_task_failed() noexcept {
     // Runs on the owner's thread, in the task: the task leaves its runtime's list now, so
     // the words of its links can hold the exception and a reference to the owner's sink for
     // whoever consumes the result (a detach reports through it, a join releases it).
-    // on_spawned_final sees the tag and leaves the list alone.
+    // spawned_final sees the tag and leaves the list alone.
     Runtime* rt = owner_;
     detail::RuntimeAccess::unregister_task(*rt, *this); // exc_ is now an empty exception_ptr
     exc_ = std::current_exception();
@@ -74,10 +74,12 @@ void PromiseBase::spawned_task_failed() noexcept {
 }
 
 namespace {
-// The rest of on_spawned_final: a task of a pool, a detached task, a joiner on another
-// runtime or a plain thread. `old` is the join state the task's end replaced.
+// The rest of spawned_kept_end: a task of a pool, a detach after spawned_final looked, a
+// joiner on another runtime or a plain thread. `old` is the join state the task's end
+// replaced.
 [[gnu::noinline]] std::coroutine_handle<> spawned_final_slow(PromiseBase& p, std::coroutine_handle<> self, Runtime* rt,
-                                                             PoolLink* pool, std::uintptr_t old) noexcept {
+                                                             PoolLink* pool, std::uintptr_t old,
+                                                             void (*drop_kept)(PromiseBase&) noexcept) noexcept {
     // A pool counts its live tasks; the count drops last, once this task touches nothing
     // of the pool any more.
     struct PoolCount {
@@ -94,7 +96,10 @@ namespace {
             p.exc_sink()->report(p.exc_);
             p.exc_sink()->release();
         }
-        self.destroy();
+        if (p.own_ctx_.frame_kept) // detached after spawned_final looked
+            drop_kept(p);
+        else if (self)
+            self.destroy();
         return std::noop_coroutine();
     }
     auto* w = reinterpret_cast<JoinWaiter*>(old & ~join_linked_tag);
@@ -135,32 +140,67 @@ void withdraw_join_waiter(JoinWaiter& w) noexcept {
     RuntimeAccess::unlink_join_waiter(*w.rt, w);
 }
 
+void spawned_final(PromiseBase& p) noexcept {
+    Runtime* rt = p.owner_;
+    if (!p.ended_with_exception()) [[likely]]
+        detail::RuntimeAccess::unregister_task(*rt, p);
+    PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
+    if (p.join_.load(std::memory_order_acquire) == join_detached) { // stays so
+        if (p.ended_with_exception()) {
+            p.exc_sink()->report(p.exc_);
+            p.exc_sink()->release();
+        }
+        if (pool == nullptr)
+            return; // the frame goes as it flows off its end, and nobody looks at it again
+        // A pool's task: the pool's count drops once the frame is gone (spawned_kept_end).
+    } else {
+        p.own_ctx_.frame_kept = true; // a handle holds it: the result stays
+    }
+    t_keep_frame = p.frame_address();
+}
+
+void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBase&) noexcept) noexcept {
+    void* frame = t_keep_frame;
+    t_keep_frame = nullptr;
+    Runtime* rt = p.owner_;
+    PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
+    if (!p.own_ctx_.frame_kept) { // a detached task of a pool
+        free_frame(frame, n);
+        pool->task_ended(); // last: this task touches nothing of the pool any more
+        return;
+    }
+    p.kept_size_ = n;
+    // Once join_ says completed, a joiner on another thread may free the memory.
+    std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
+    if (old == join_running && pool == nullptr) [[likely]] // nobody waits yet
+        return;
+    // A joiner that began to wait meanwhile or before (on another thread, or one here whose
+    // task had moved, or a coroutine outside any runtime), a detach, a pool's count. A waiter
+    // to resume on this thread is resumed from here: the frame that ended has no code left.
+    std::coroutine_handle<> h = spawned_final_slow(p, {}, rt, pool, old, drop_kept);
+    if (h != std::noop_coroutine())
+        h.resume();
+}
+
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
         detail::RuntimeAccess::unregister_task(*rt, p);
     PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
-    // Once join_ says completed, a joiner on another thread may free the frame: only
-    // locals from here on.
+    // Once join_ says completed, a joiner on another thread may free the frame: only locals
+    // from here on. (The joiner is a coroutine of this runtime; with a pool it may have moved
+    // by the time it resumes: spawned_final_slow.)
     std::uintptr_t old = p.join_.exchange(join_completed, std::memory_order_acq_rel);
     if (pool == nullptr) [[likely]] {
-        if (old == join_running) // nobody waits yet
+        // It resumes at once when nothing else is ready (one task at a time: no queue round
+        // trip), else behind the ready tasks (many alive: the joiner then finds the next ones
+        // already ended, instead of suspending once per task).
+        std::coroutine_handle<> h = reinterpret_cast<JoinWaiter*>(old)->h;
+        if (detail::RuntimeAccess::queue_behind_ready(*rt, h))
             return std::noop_coroutine();
-        // A joiner: a coroutine on this runtime is the common one. An untagged waiter is one
-        // whose runtime was the task's when it began to wait, and the task has not moved
-        // since (a move tags it), so a coroutine on this runtime (thread joins are tagged).
-        // It resumes at once when nothing else is ready (one task at a time: no queue
-        // round trip), else behind the ready tasks (many alive: the joiner then finds the
-        // next ones already ended, instead of suspending once per task).
-        static_assert(alignof(JoinWaiter) >= 4);
-        if (is_local_waiter(old)) [[likely]] {
-            std::coroutine_handle<> h = reinterpret_cast<JoinWaiter*>(old)->h;
-            if (detail::RuntimeAccess::queue_behind_ready(*rt, h))
-                return std::noop_coroutine();
-            return h;
-        }
+        return h;
     }
-    return spawned_final_slow(p, self, rt, pool, old);
+    return spawned_final_slow(p, self, rt, pool, old, nullptr);
 }
 
 } // namespace detail

@@ -118,4 +118,31 @@ TEST(Scope, DroppedScopeCancelsItsTasks) {
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
+TEST(Scope, TasksStillRunningWhenTheRuntimeGoesLeaveNothingBehind) {
+    // A scope's task that is still waiting when the runtime is destroyed (the task that owned
+    // the scope returned without joining it, as a server that fails returns) is destroyed by
+    // the runtime's shutdown: the scope's shared state goes with the last of them (the ASan
+    // build's LeakSanitizer sees it otherwise), and what the task held is released.
+    std::atomic<int> alive{0};
+    struct Held {
+        std::atomic<int>* a;
+        explicit Held(std::atomic<int>* p) : a(p) { ++*a; }
+        Held(Held&& o) noexcept : a(o.a) { ++*a; }
+        ~Held() { --*a; }
+    };
+    {
+        Runtime rt;
+        rt.block_on([](std::atomic<int>* a) -> Task<void> {
+            ringo::TaskScope scope;
+            for (int i = 0; i < 3; ++i)
+                scope.spawn([](Held) -> Task<void> { co_await ringo::sleep_for(24h); }(Held(a)));
+            co_await ringo::yield();
+            // returns with the scope's tasks still running: the scope asks them to stop, and
+            // the runtime's end destroys them
+            co_return;
+        }(&alive));
+    }
+    EXPECT_EQ(alive.load(), 0);
+}
+
 } // namespace

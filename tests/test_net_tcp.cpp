@@ -789,4 +789,27 @@ TEST(Tcp, RecvStreamDeliversTheBytesInOrderThroughARing) {
     }
 }
 
+// A spawned task that owns a stream and ends closes it as it ends, while its JoinHandle is
+// still held (the peer reads the end of the stream at once), as docs/guide.md promises.
+Task<void> owns_and_ends(TcpStream) { co_return; }
+
+Task<bool> ended_task_closes_its_stream() {
+    Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+    Result<TcpStream> client = co_await TcpStream::connect(*l->local_addr());
+    Result<Accepted> c = co_await l->accept();
+    auto handle = ringo::spawn(owns_and_ends(std::move(c->stream))); // held, not joined
+    char b;
+    auto n = co_await ringo::with_timeout(client->read(&b, 1), 2s);
+    bool eof = !n.timed_out() && n->ok() && **n == 0;
+    EXPECT_TRUE(handle.is_finished());
+    co_await handle;
+    co_return eof;
+}
+
+TEST(Tcp, AnEndedTaskClosesTheStreamItOwnsWhileItsHandleIsHeld) {
+    int before = open_fds();
+    EXPECT_TRUE(run(ended_task_closes_its_stream()));
+    EXPECT_EQ(open_fds(), before);
+}
+
 } // namespace

@@ -135,7 +135,10 @@ private:
                 p.exc_sink()->report(p.exc_);
                 p.exc_sink()->release();
             }
-            h_.destroy();
+            if (p.own_ctx_.frame_kept)
+                detail::Promise<T>::drop_kept(p); // it ended: its frame was kept for the result
+            else
+                h_.destroy(); // abandoned: its runtime went before it ended
         }
         h_ = {};
     }
@@ -244,12 +247,22 @@ private:
         if (!h_) [[unlikely]]
             detail::throw_join_misuse();
         handle_type h = std::exchange(h_, {});
+        if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned) [[unlikely]] {
+            if (h.promise().own_ctx_.frame_kept)
+                detail::Promise<T>::drop_kept(h.promise());
+            else
+                h.destroy(); // its runtime went before it ended: the whole frame is still there
+            detail::throw_join_abandoned();
+        }
         struct Free {
             handle_type h;
-            ~Free() { h.destroy(); }
+            [[gnu::always_inline]] ~Free() {
+                if (h.promise().own_ctx_.frame_kept) // it ended before this join began to wait
+                    detail::Promise<T>::drop_kept(h.promise());
+                else // it ended with this join waiting, which frees the frame now
+                    h.destroy();
+            }
         } free{h};
-        if (h.promise().join_.load(std::memory_order_acquire) == detail::join_abandoned) [[unlikely]]
-            detail::throw_join_abandoned();
         return h.promise().join_result(); // an exception goes to the joiner; nothing is reported
     }
     handle_type h_{};

@@ -69,6 +69,10 @@ struct CancelCtx {
     // The own context of a spawned task: how many bytes its coroutine frame starts before
     // its promise (PromiseBase::frame_address). Kept here, in what would be padding.
     std::uint8_t frame_offset = 0;
+    // The own context of a spawned task that has ended while a JoinHandle held it: its frame
+    // was destroyed (parameters and all) and only its memory kept, holding the result
+    // (spawned_final). Also in what would be padding.
+    bool frame_kept = false;
 
     /// True while this node is a child of another.
     [[nodiscard]] bool linked() const noexcept { return pprev != nullptr; }
@@ -155,14 +159,37 @@ struct ExceptionSink {
     void report(const std::exception_ptr& e) noexcept;
 };
 
-/// Runs when a spawned task reaches its final suspend point; returns what to resume next.
+/// A spawned task reaching its final suspend point (owner thread, from final_suspend) with no
+/// coroutine of its runtime waiting to join it: leaves its runtime's list of live tasks, and
+/// the coroutine then flows off its end at once, its frame destroyed. For a detached task that
+/// is all. For one that a JoinHandle holds, everything the task owns (its parameters: a
+/// stream, a buffer) is so released when it ends, not when the handle goes, while the frame's
+/// memory is kept (frame_kept): the promise's result (value_, exc_), join state and owner stay
+/// there for the joiner, as a finished Tokio task keeps only its output. The frame's operator
+/// delete then runs spawned_kept_end (through t_keep_frame), which publishes the end.
+void spawned_final(PromiseBase& p) noexcept;
+/// Runs when a spawned task that a coroutine of its runtime waits to join suspends at its
+/// final point (that coroutine frees the frame as it takes the result); returns the coroutine
+/// to resume next.
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept;
+/// The operator delete of the frame of `p`, of `n` bytes, that spawned_final marked: a kept
+/// frame records its size and publishes the task's end (wakes a joiner that began to wait
+/// meanwhile; `drop_kept` frees the result if the handle was detached meanwhile); a detached
+/// task of a pool frees its memory and then drops the pool's count.
+void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBase&) noexcept) noexcept;
+
+/// The frame whose operator delete is to run spawned_kept_end (see spawned_final); null
+/// otherwise.
+inline constinit thread_local void* t_keep_frame = nullptr;
 
 struct PromiseBase {
-    PromiseBase() noexcept {}
+    PromiseBase() noexcept : ctx_(&own_ctx_) {}
     PromiseBase(const PromiseBase&) = delete;
     PromiseBase& operator=(const PromiseBase&) = delete;
-    ~PromiseBase() { exc_.~exception_ptr(); } // the slot holds an exception_ptr whenever a frame goes
+    ~PromiseBase() {
+        if (!own_ctx_.frame_kept) [[likely]]
+            exc_.~exception_ptr(); // the slot holds an exception_ptr whenever a frame goes
+    }
 
     // For a task that is awaited: who resumes when it ends (continuation_). A spawned task
     // (owner_ set) has no awaiter: the same word is its join state instead (join_: a
@@ -190,8 +217,13 @@ struct PromiseBase {
         std::exception_ptr exc_{};
     };
     // The strand this coroutine runs in: its awaiter's when awaited by a ringo task, its own
-    // otherwise (spawned, the root of block_on, or awaited by a foreign coroutine). Never null.
-    CancelCtx* ctx_ = &own_ctx_;
+    // otherwise (spawned, the root of block_on, or awaited by a foreign coroutine). Never null
+    // while it runs. Once a spawned task's frame is kept for its result (spawned_final), the
+    // same word holds the frame's size instead.
+    union {
+        CancelCtx* ctx_; // &own_ctx_ at first (the constructor)
+        std::size_t kept_size_;
+    };
     CancelCtx own_ctx_;
 
     /// A spawned task's coroutine frame (for its runtime's shutdown), from where
@@ -225,21 +257,55 @@ struct PromiseBase {
     void spawned_task_failed() noexcept;
 
     static void* operator new(std::size_t n) { return allocate_frame(n); }
-    static void operator delete(void* p, std::size_t n) noexcept { free_frame(p, n); }
+    /// The operator delete of Promise<T>: a frame kept for its result stays (see
+    /// spawned_final).
+    template <class P>
+    static void delete_frame(void* p, std::size_t n) noexcept {
+        if (p == t_keep_frame) [[unlikely]] {
+            // (The promise's address from the frame's: arithmetic only, the frame is gone.)
+            spawned_kept_end(std::coroutine_handle<P>::from_address(p).promise(), n, &P::drop_kept);
+            return;
+        }
+        free_frame(p, n);
+    }
+
+    /// What Promise<T>::drop_kept leaves to the base: the exception slot and the memory.
+    [[gnu::always_inline]] void drop_kept_base() noexcept {
+        void* frame = frame_address();
+        std::size_t n = kept_size_;
+        exc_.~exception_ptr();
+        free_frame(frame, n);
+    }
     std::suspend_always initial_suspend() const noexcept { return {}; }
 
+    // How a coroutine ends (final_suspend decides): its awaiter resumes (an awaited task); it
+    // suspends for good (a spawned task that a coroutine of its runtime waits to join:
+    // on_spawned_final); or it flows off its end, its frame destroyed at once (any other
+    // spawned task: spawned_final). One byte in the frame, like an empty awaiter.
+    enum class End : unsigned char { awaited, joined_here, flow_off };
     struct FinalAwaiter {
-        bool await_ready() const noexcept { return false; }
+        End how;
+        bool await_ready() const noexcept { return how == End::flow_off; }
         template <class P>
-        std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) const noexcept {
             PromiseBase& p = h.promise();
-            if (p.owner_ == nullptr) [[likely]]
+            if (how == End::awaited) [[likely]]
                 return p.continuation_ ? p.continuation_ : std::noop_coroutine();
             return on_spawned_final(p, h);
         }
         void await_resume() const noexcept {}
     };
-    FinalAwaiter final_suspend() const noexcept { return {}; }
+    FinalAwaiter final_suspend() noexcept {
+        if (owner_ == nullptr) [[likely]]
+            return {End::awaited};
+        // A coroutine of this runtime waiting to join it (untagged) cannot change under us:
+        // only this thread could withdraw it, and its handle, in the waiting frame, cannot be
+        // detached.
+        if (is_local_waiter(join_.load(std::memory_order_acquire))) [[likely]]
+            return {End::joined_here};
+        spawned_final(*this);
+        return {End::flow_off};
+    }
 
     void rethrow_if_exception() const {
         if (exc_) [[unlikely]]
@@ -257,7 +323,22 @@ struct PromiseBase {
 
 template <class T>
 struct Promise : PromiseBase {
-    std::optional<T> value_;
+    // In a union so that a frame kept for its result (spawned_final) keeps it too.
+    union {
+        std::optional<T> value_;
+    };
+    Promise() noexcept : value_() {}
+    ~Promise() {
+        if (!own_ctx_.frame_kept) [[likely]]
+            value_.~optional();
+    }
+    /// Frees a frame kept by spawned_final: its value, exception slot and memory.
+    [[gnu::always_inline]] static void drop_kept(PromiseBase& b) noexcept {
+        auto& p = static_cast<Promise&>(b);
+        p.value_.~optional();
+        p.drop_kept_base();
+    }
+    static void operator delete(void* p, std::size_t n) noexcept { delete_frame<Promise>(p, n); }
     Task<T> get_return_object() noexcept;
     template <class U = T>
     void return_value(U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>) {
@@ -276,6 +357,8 @@ struct Promise : PromiseBase {
 
 template <>
 struct Promise<void> : PromiseBase {
+    [[gnu::always_inline]] static void drop_kept(PromiseBase& b) noexcept { b.drop_kept_base(); }
+    static void operator delete(void* p, std::size_t n) noexcept { delete_frame<Promise>(p, n); }
     Task<void> get_return_object() noexcept;
     void return_void() noexcept {}
     void result() { rethrow_if_exception(); }
