@@ -549,12 +549,14 @@ TEST(Tcp, MsgMoreHoldsBytesBackUntilASendWithoutIt) {
         auto in_time = [t0] { return std::chrono::steady_clock::now() - t0 < 150ms; };
         EXPECT_EQ((co_await c->write("head:", 5, MSG_MORE)).value_or(0), 5u);
         int held = unsent(*c);
-        if (in_time())
+        if (in_time()) {
             EXPECT_EQ(held, 5);
+        }
         EXPECT_TRUE((co_await c->write_all("more", 4, MSG_MORE)).ok());
         held = unsent(*c);
-        if (in_time())
+        if (in_time()) {
             EXPECT_EQ(held, 9);
+        }
         EXPECT_TRUE((co_await c->write_all(std::string_view("body"))).ok());
         EXPECT_EQ(unsent(*c), 0);
         EXPECT_TRUE((co_await a->stream.read_exact(in, 13)).ok());
@@ -666,18 +668,13 @@ Task<void> echo(TcpStream conn) {
     }
 } // conn is closed here
 
-// Accepts until its task is cancelled: one task per connection.
+// Accepts until its task is cancelled: one task per connection. Out of descriptors
+// (EMFILE) it waits and goes on; see "A server's accept loop" below.
 Task<void> serve(TcpListener& listener) {
-    for (;;) {
-        Result<Accepted> c = co_await listener.accept();
-        if (!c) {
-            if (c.error() == std::errc::operation_canceled)
-                co_return;
-            co_await ringo::sleep_for(10ms); // out of descriptors (EMFILE), ...: try again soon
-            continue;
-        }
-        ringo::spawn(echo(std::move(c->stream))).detach();
-    }
+    auto start = [](TcpStream s) { ringo::spawn(echo(std::move(s))).detach(); };
+    std::error_code e = co_await ringo::net::accept_loop(listener, start);
+    if (e)
+        std::fprintf(stderr, "the listening socket failed: %s\n", e.message().c_str());
 }
 
 // Sends `msg` and reads as many bytes back.

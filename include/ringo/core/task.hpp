@@ -338,6 +338,7 @@ struct Promise : PromiseBase {
         p.value_.~optional();
         p.drop_kept_base();
     }
+    static void* operator new(std::size_t n) { return allocate_frame(n); } // beside its delete
     static void operator delete(void* p, std::size_t n) noexcept { delete_frame<Promise>(p, n); }
     Task<T> get_return_object() noexcept;
     template <class U = T>
@@ -358,6 +359,7 @@ struct Promise : PromiseBase {
 template <>
 struct Promise<void> : PromiseBase {
     [[gnu::always_inline]] static void drop_kept(PromiseBase& b) noexcept { b.drop_kept_base(); }
+    static void* operator new(std::size_t n) { return allocate_frame(n); } // beside its delete
     static void operator delete(void* p, std::size_t n) noexcept { delete_frame<Promise>(p, n); }
     Task<void> get_return_object() noexcept;
     void return_void() noexcept {}
