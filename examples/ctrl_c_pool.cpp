@@ -2,19 +2,29 @@
 // pool's threads start (they inherit the mask, so no thread takes the signal the ordinary
 // way), waits for one of them, then shuts the pool down: its tasks are asked to stop and get
 // a grace period; what still runs after it is cancelled.
-//   ctrl_c_pool [threads] [grace_ms]
+//   ctrl_c_pool [THREADS [GRACE_MS]]   or   ctrl_c_pool [--threads THREADS] [--grace-ms GRACE_MS]
+// Exit status 0 after a signal, 1 when the pool or the signal wait could not be set up, 2 for
+// bad arguments.
 #include <ringo/io/signal.hpp>
 #include <ringo/ringo.hpp>
 
 #include <signal.h>
 
 #include <atomic>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
 
 using namespace std::chrono_literals;
+
+namespace {
 
 // Works in small steps until the pool asks it to stop.
 ringo::Task<void> worker(const std::atomic<bool>& stopping, std::atomic<int>& stopped) {
@@ -30,25 +40,28 @@ ringo::Task<void> stuck(std::atomic<int>& cancelled) {
         cancelled.fetch_add(1);
 }
 
-int main(int argc, char** argv) {
-    std::size_t threads = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 2;
-    std::chrono::milliseconds grace(argc > 2 ? std::atoi(argv[2]) : 2000);
-
-    ringo::block_signals({SIGINT, SIGTERM}); // first: every thread started from here inherits it
-
-    ringo::RuntimePool pool{threads};
-    std::atomic<bool> stopping{false};
+// Runs the pool until SIGINT or SIGTERM, then shuts it down with `grace`. Throws what setting
+// up the pool or the signal wait throws (std::system_error: no io_uring, out of descriptors ...).
+int run(std::size_t threads, std::chrono::milliseconds grace) {
+    std::atomic<bool> stopping{false}; // before the pool: its tasks and hook use them
     std::atomic<int> stopped{0}, cancelled{0};
-    pool.add_shutdown_hook([&] { stopping.store(true, std::memory_order_release); });
+    ringo::RuntimePool pool{threads};
+    int sig = 0;
     int workers = static_cast<int>(2 * threads);
-    for (int i = 0; i < workers; ++i)
-        pool.spawn(worker(stopping, stopped)).detach();
-    pool.spawn(stuck(cancelled)).detach();
-    std::printf("%d workers on %zu runtimes, press Ctrl-C\n", workers, pool.size());
-    std::fflush(stdout);
+    try {
+        pool.add_shutdown_hook([&] { stopping.store(true, std::memory_order_release); });
+        for (int i = 0; i < workers; ++i)
+            pool.spawn(worker(stopping, stopped)).detach();
+        pool.spawn(stuck(cancelled)).detach();
+        std::printf("%d workers on %zu runtimes, press Ctrl-C\n", workers, pool.size());
+        std::fflush(stdout);
 
-    // The main thread waits for the signal through a runtime of its own.
-    int sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+        // The main thread waits for the signal through a runtime of its own.
+        sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+    } catch (...) {
+        pool.shutdown_now(); // `stuck` ends only when cancelled: a graceful shutdown would wait for it
+        throw;
+    }
     if (sig < 0)
         std::fprintf(stderr, "waiting for a signal: %s\n", std::strerror(-sig));
     else
@@ -61,5 +74,75 @@ int main(int argc, char** argv) {
     else
         std::printf("%d workers stopped when asked, %d task(s) cancelled after %lld ms\n", stopped.load(),
                     cancelled.load(), static_cast<long long>(grace.count()));
-    return 0;
+    return sig < 0 ? 1 : 0;
+}
+
+constexpr const char* usage_text = "usage: ctrl_c_pool [THREADS [GRACE_MS]]\n"
+                                   "       ctrl_c_pool [--threads THREADS] [--grace-ms GRACE_MS]\n"
+                                   "  THREADS   runtimes (threads) in the pool, 1 to 256 (default 2)\n"
+                                   "  GRACE_MS  how long the tasks may go on after the signal, 0 to 3600000\n"
+                                   "            milliseconds (default 2000)\n";
+
+constexpr unsigned long max_threads = 256;
+constexpr unsigned long max_grace_ms = 3'600'000; // an hour
+
+// A usage error: what is wrong, the usage, status 2.
+int usage_error(const std::string& why) {
+    std::fprintf(stderr, "ctrl_c_pool: %s\n%s", why.c_str(), usage_text);
+    return 2;
+}
+
+// A decimal number from `min` to `max`: digits only (no sign, space or base prefix), no wrap.
+std::optional<unsigned long> parse_number(std::string_view s, unsigned long min, unsigned long max) {
+    unsigned long v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size() || v < min || v > max)
+        return std::nullopt;
+    return v;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::optional<unsigned long> threads, grace;
+    int positional = 0;
+    for (int i = 1; i < argc; ++i) {
+        std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
+        std::string_view v = a;
+        bool is_threads = false;
+        if (a == "--threads" || a == "--grace-ms") {
+            if (i + 1 >= argc)
+                return usage_error(std::string(a) + " needs a value");
+            v = argv[++i];
+            is_threads = a == "--threads";
+        } else if (a.size() > 1 && a[0] == '-' && (a[1] < '0' || a[1] > '9')) {
+            return usage_error("unknown option " + std::string(a));
+        } else if (++positional > 2) {
+            return usage_error("unexpected argument '" + std::string(a) + "'");
+        } else {
+            is_threads = positional == 1;
+        }
+        std::optional<unsigned long>& slot = is_threads ? threads : grace;
+        if (slot)
+            return usage_error(is_threads ? "the thread count is given twice" : "the grace period is given twice");
+        slot = is_threads ? parse_number(v, 1, max_threads) : parse_number(v, 0, max_grace_ms);
+        if (!slot)
+            return usage_error(is_threads
+                                   ? "the thread count must be a number from 1 to 256, not '" + std::string(v) + "'"
+                                   : "the grace period must be a number of milliseconds from 0 to 3600000, "
+                                     "not '" +
+                                         std::string(v) + "'");
+    }
+
+    ringo::block_signals({SIGINT, SIGTERM}); // first: every thread started from here inherits it
+    try {
+        return run(threads.value_or(2), std::chrono::milliseconds(grace.value_or(2000)));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "ctrl_c_pool: %s\n", e.what());
+        return 1;
+    }
 }
