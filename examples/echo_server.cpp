@@ -13,20 +13,23 @@
 // The first line of output is "listening on port <P>". tests/examples/test_echo_server.py
 // runs it against socat, nc and 200 concurrent connections.
 #include <ringo/io/signal.hpp>
+#include <ringo/net/accept_loop.hpp>
 #include <ringo/ringo.hpp>
 
 #include <signal.h>
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -94,26 +97,17 @@ Task<void> echo(TcpStream conn, ringo::buf::BufferRing& ring, ShardStats& st) {
 }
 
 // Accepts until cancelled; every connection becomes a task of `conns`. Yields 0 when
-// cancelled, or the error that made the listener unusable.
-Task<int> accept_loop(TcpListener& l, ringo::buf::BufferRing& ring, ringo::TaskScope& conns, ShardStats& st) {
-    auto in = l.incoming(); // one multishot accept, armed at the first next()
-    for (;;) {
-        Result<TcpStream> c = co_await in.next();
-        if (!c) {
-            std::error_code e = c.error();
-            if (e == std::errc::operation_canceled)
-                co_return 0;
-            if (e == std::errc::too_many_files_open || e == std::errc::too_many_files_open_in_system ||
-                e == std::errc::not_enough_memory || e == std::errc::connection_aborted) {
-                co_await ringo::sleep_for(10ms); // the next next() arms the accept again
-                continue;
-            }
-            std::fprintf(stderr, "accept: %s\n", c.message().c_str());
-            co_return -e.value();
-        }
+// cancelled, or -errno when the listening socket itself failed. Out of descriptors or memory
+// it does not give up: net::accept_loop waits (10 ms, doubling up to 1 s) and accepts again.
+Task<int> accept_all(TcpListener& l, ringo::buf::BufferRing& ring, ringo::TaskScope& conns, ShardStats& st) {
+    auto serve_one = [&](TcpStream c) {
         ++st.connections;
-        conns.spawn(echo(std::move(*c), ring, st));
-    }
+        conns.spawn(echo(std::move(c), ring, st));
+    };
+    std::error_code e = co_await ringo::net::accept_loop(l, serve_one);
+    if (e)
+        std::fprintf(stderr, "accept: %s\n", e.message().c_str());
+    co_return -e.value();
 }
 
 // One runtime's server: accepts on `l` until `stop` is set, then gives the open connections
@@ -122,7 +116,7 @@ Task<ShardStats> serve_shard(TcpListener l, ringo::Event& stop) {
     ShardStats st;
     ringo::buf::BufferRing ring(*ringo::Runtime::current(), ringo::op::BufferGroup{1}, ring_entries, buffer_size);
     ringo::TaskScope conns; // after the ring: the connections end before the ring goes
-    auto [which, r] = co_await ringo::when_any(accept_loop(l, ring, conns, st), stop.wait());
+    auto [which, r] = co_await ringo::when_any(accept_all(l, ring, conns, st), stop.wait());
     if (which == 0 && r < 0)
         std::fprintf(stderr, "this runtime no longer accepts\n");
     Result<void> closed = co_await l.close(); // new connections are refused from here on
@@ -178,7 +172,13 @@ std::optional<std::vector<ShardStats>> run_pool(SocketAddr addr, std::size_t thr
     std::vector<ringo::JoinHandle<ShardStats>> shards;
     for (std::size_t i = 0; i < threads; ++i)
         shards.push_back(pool.spawn_on(i, serve_shard(std::move(listeners[i]), stop)));
-    int sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+    int sig = 0;
+    try {
+        sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+    } catch (...) { // no ring or no signalfd for this thread: the shards must still end
+        stop.set();
+        throw;
+    }
     std::printf("got %s, stopping\n", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : std::strerror(-sig));
     std::fflush(stdout);
     stop.set(); // from a plain thread: wakes the waiting task of every runtime
@@ -189,52 +189,81 @@ std::optional<std::vector<ShardStats>> run_pool(SocketAddr addr, std::size_t thr
     return all;
 }
 
-int usage(const char* prog) {
-    std::fprintf(stderr, "usage: %s [--port P] [--threads N] [--host ADDR]\n", prog);
+constexpr const char* usage_text =
+    "usage: echo_server [--port P] [--threads N] [--host ADDR]\n"
+    "  --port P       TCP port, 0 to 65535 (0: any free one; default 7000)\n"
+    "  --threads N    runtimes (threads), each with its own listening socket, 1 to 256 (default 1)\n"
+    "  --host ADDR    IPv4 or IPv6 address to listen on (default 127.0.0.1)\n";
+
+// A usage error: what is wrong, the usage, status 2.
+int usage_error(const std::string& why) {
+    std::fprintf(stderr, "echo_server: %s\n%s", why.c_str(), usage_text);
     return 2;
+}
+
+// A decimal number from `min` to `max`: digits only (no sign, space or base prefix), no wrap.
+std::optional<unsigned long> parse_number(std::string_view s, unsigned long min, unsigned long max) {
+    unsigned long v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size() || v < min || v > max)
+        return std::nullopt;
+    return v;
 }
 
 } // namespace
 
 int main(int argc, char** argv) {
-    long port = 7000, threads = 1;
+    unsigned long port = 7000, threads = 1;
     std::string host = "127.0.0.1";
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
+        if (a != "--port" && a != "--threads" && a != "--host")
+            return usage_error("unknown option " + std::string(a));
         if (i + 1 >= argc)
-            return usage(argv[0]);
-        char* end = nullptr;
-        if (a == "--port")
-            port = std::strtol(argv[++i], &end, 10);
-        else if (a == "--threads")
-            threads = std::strtol(argv[++i], &end, 10);
-        else if (a == "--host")
-            host = argv[++i];
-        else
-            return usage(argv[0]);
-        if (end && (*end != '\0' || end == argv[i]))
-            return usage(argv[0]);
+            return usage_error(std::string(a) + " needs a value");
+        std::string_view v = argv[++i];
+        if (a == "--host") {
+            host = v;
+        } else if (a == "--port") {
+            std::optional<unsigned long> n = parse_number(v, 0, 65535);
+            if (!n)
+                return usage_error("--port wants a number from 0 to 65535, not '" + std::string(v) + "'");
+            port = *n;
+        } else {
+            std::optional<unsigned long> n = parse_number(v, 1, 256);
+            if (!n)
+                return usage_error("--threads wants a number from 1 to 256, not '" + std::string(v) + "'");
+            threads = *n;
+        }
     }
-    std::optional<SocketAddr> addr = SocketAddr::parse_ip(host, 0);
-    if (port < 0 || port > 65535 || threads < 1 || threads > 256 || !addr)
-        return usage(argv[0]);
-    addr->set_port(static_cast<std::uint16_t>(port));
+    std::optional<SocketAddr> addr = SocketAddr::parse_ip(host, static_cast<std::uint16_t>(port));
+    if (!addr)
+        return usage_error("--host wants an IPv4 or IPv6 address, not '" + host + "'");
 
     // Before any thread starts: every thread inherits the mask, so none of them takes SIGINT
     // or SIGTERM the ordinary way (docs/signals.md). The signals are read as data instead.
     ringo::block_signals({SIGINT, SIGTERM});
 
     std::vector<ShardStats> shards;
-    if (threads == 1) {
-        std::optional<ShardStats> s = ringo::block_on(run_single(*addr));
-        if (!s)
-            return 1;
-        shards.push_back(*s);
-    } else {
-        auto all = run_pool(*addr, static_cast<std::size_t>(threads));
-        if (!all)
-            return 1;
-        shards = std::move(*all);
+    try { // what setting up a ring, a pool or a signalfd throws (no io_uring, no descriptors ...)
+        if (threads == 1) {
+            std::optional<ShardStats> s = ringo::block_on(run_single(*addr));
+            if (!s)
+                return 1;
+            shards.push_back(*s);
+        } else {
+            auto all = run_pool(*addr, static_cast<std::size_t>(threads));
+            if (!all)
+                return 1;
+            shards = std::move(*all);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "echo_server: %s\n", e.what());
+        return 1;
     }
 
     ShardStats total;

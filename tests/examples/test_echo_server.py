@@ -8,7 +8,12 @@ For each mode: several MB of random bytes through socat (twice at once), text th
 bytes), a client that sends without reading (the others must still be served meanwhile)
 and then resets its connection; then every connection's descriptor must be gone from
 /proc/<pid>/fd, SIGINT must stop the server with exit code 0, and its summary line must
-count exactly the connections and bytes the clients made. Exits non-zero on any mismatch.
+count exactly the connections and bytes the clients made. Then, with one runtime: out of
+descriptors (RLIMIT_NOFILE 64, 100 clients) it keeps serving, and the clients that waited are
+served once others close; and the arguments: --help and -h print the usage and exit 0, bad
+ones (a port above 65535, 0 or 257 threads, a negative or malformed number, a bad --host,
+an unknown option, a missing value) a reason and the usage on stderr with exit code 2.
+Exits non-zero on any mismatch.
 """
 import hashlib
 import os
@@ -22,7 +27,9 @@ import sys
 import tempfile
 import time
 
+import checks
 from example_server import Failure, Server, check
+from test_ctrl_c_server import CLIENTS, check_arguments, check_closed, flood, no_leak_report, stderr_complete
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -200,6 +207,30 @@ def test_stop_with_open_connection():
         srv.kill()
 
 
+def test_out_of_descriptors():
+    """More clients than descriptors: the server waits instead of failing, and serves them all
+    as others close (test_ctrl_c_server.flood); SIGINT then cancels the idle ones it holds."""
+    srv, kept = flood(BIN, [])
+    try:
+        if srv.proc.poll() is not None:
+            return
+        rc, out = srv.stop(signal.SIGINT)
+        check(rc == 0, f"out of descriptors: exit code {rc} after SIGINT")
+        want = f"{CLIENTS + 1} connections on 1 runtime(s); {len(kept)} open at stop, {len(kept)} cancelled"
+        check(out and out[-1].endswith(want), f"out of descriptors: last line should end with {want!r}: {out!r}")
+        check_closed(kept, "out of descriptors, after the grace period")
+        no_leak_report(stderr_complete(srv), "out of descriptors, then SIGINT")
+    finally:
+        srv.kill()
+
+
+def test_arguments():
+    bad = [["--port", "65536"], ["--port", "-1"], ["--port", " 80"], ["--port", "80x"], ["--port", ""],
+           ["--threads", "0"], ["--threads", "257"], ["--threads", "+2"], ["--host", "nowhere"], ["--port"],
+           ["--bogus"], ["7000"]]
+    check_arguments(BIN, "echo_server", bad)
+
+
 def main():
     if not BIN:
         raise SystemExit(__doc__)
@@ -207,8 +238,12 @@ def main():
         run_mode(1)
         run_mode(2)
         test_stop_with_open_connection()
+        test_out_of_descriptors()
+        test_arguments()
     except Failure as e:
         print(f"FAIL: {e}", file=sys.stderr)
+        return 1
+    if checks.finish():  # the checks of flood() and check_arguments() are counted, not raised
         return 1
     print("echo_server: all checks passed")
     return 0
