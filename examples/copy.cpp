@@ -213,8 +213,10 @@ Task<int> run(const Options& o, ringo::fs::AlignedBuffer& buffers, bool fixed, r
 std::optional<std::uint64_t> parse_size(const char* s) {
     char* end = nullptr;
     errno = 0;
+    if (*s < '0' || *s > '9') // strtoull would take a sign or spaces first
+        return std::nullopt;
     unsigned long long v = std::strtoull(s, &end, 10);
-    if (errno != 0 || end == s || *s == '-')
+    if (errno != 0 || end == s)
         return std::nullopt;
     std::uint64_t unit = 1;
     if (*end != '\0') {
@@ -235,12 +237,13 @@ std::optional<std::uint64_t> parse_size(const char* s) {
     return v * unit;
 }
 
+constexpr const char* usage_text =
+    "usage: copy SRC DST [--depth N] [--block-size B] [--direct] [--verbose]\n"
+    "  N: blocks in flight (1-1024, default 8); B: bytes per block, K/M/G allowed (default 128K;\n"
+    "  a multiple of 4K with --direct); depth x block at most 1G\n";
+
 int usage(const char* why) {
-    std::fprintf(stderr,
-                 "copy: %s\nusage: copy SRC DST [--depth N] [--block-size B] [--direct] [--verbose]\n"
-                 "  N: blocks in flight (1-1024, default 8); B: bytes per block, K/M/G allowed (default 128K;\n"
-                 "  a multiple of 4K with --direct); depth x block at most 1G\n",
-                 why);
+    std::fprintf(stderr, "copy: %s\n%s", why, usage_text);
     return 2;
 }
 
@@ -251,6 +254,10 @@ int main(int argc, char** argv) {
     std::vector<std::string> paths;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(usage_text, stdout);
+            return 0;
+        }
         if (a == "--depth" || a == "--block-size") {
             if (i + 1 == argc)
                 return usage((a + " needs a value").c_str());

@@ -9,7 +9,8 @@ its source (cmp) with the source's permission bits; a longer destination emptied
 sparse source copied whole and still sparse; --verbose reporting the bytes on stderr (and
 nothing printed without it); the errors (missing source, a directory or FIFO as source, a
 destination in a missing directory or that is a directory, the same file twice, a full device,
-bad arguments) with status 1 (2 for arguments), a message on stderr and no file left behind;
+bad arguments: a sign, spaces or trailing garbage in a number too) with status 1 (2 for
+arguments), a message on stderr and no file left behind; --help and -h: the usage, status 0;
 and the copy no slower than dd's sequential read/write loop. Every run has a deadline.
 Exits 1 on any failed check. RINGO_SANITIZE (non-empty in sanitizer builds) scales sizes down.
 """
@@ -163,6 +164,14 @@ def test_errors(tmp):
     fails([src, out, "--direct", "--block-size", "1000"], 2, ["multiple of 4K"], "--direct with 1000-byte blocks",
           left=out)
     fails([src, out, "--bogus"], 2, ["unknown option"], "an unknown option", left=out)
+    for bad in (" 8", "+8", "-1", "8x", ""):  # no sign or spaces before the digits, nothing after
+        fails([src, out, "--depth", bad], 2, ["--depth", "usage"], f"--depth {bad!r}", left=out)
+    fails([src, out, "--block-size", " 4K"], 2, ["--block-size"], "--block-size ' 4K'", left=out)
+    for h in ("--help", "-h"):
+        r = run([h, src, out], timeout=20)
+        check(r.returncode == 0 and r.stdout.startswith("usage: copy SRC DST") and r.stderr == "",
+              f"{h}: the usage on stdout, status 0 (got {r.returncode})")
+        check(not os.path.lexists(out), f"{h}: nothing copied")
 
 
 def test_speed(tmp):
