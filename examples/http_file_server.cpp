@@ -1,8 +1,10 @@
 // A static file server over HTTP/1.1 and HTTP/1.0: keep-alive (HTTP/1.1's default, and
-// HTTP/1.0 clients that ask for it), GET and HEAD, Content-Length from statx, 400/403/404/
-// 405/431/505 answers, files opened beneath the served folder only (openat2 with
-// RESOLVE_BENEATH), small files sent with their head in one send and large ones sent from
-// the page cache by sendfile(2) on the non-blocking socket, waiting for room with an
+// HTTP/1.0 clients that ask for it), GET and HEAD, Content-Length from statx, a single byte
+// Range (206, or 416 when it lies past the end), a folder named without its trailing slash
+// redirected (301), targets in origin or absolute form (`GET http://host/path`),
+// 400/403/404/405/414/431/505 answers, files opened beneath the served folder only (openat2
+// with RESOLVE_BENEATH), small answers sent with their head in one send and large ones sent
+// from the page cache by sendfile(2) on the non-blocking socket, waiting for room with an
 // io_uring poll (or, with --body splice, spliced through a pipe; neither copies through user
 // space). Ctrl-C drains:
 // the listener closes, answers being sent complete, idle connections end, and what is still
@@ -27,6 +29,7 @@
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -37,14 +40,16 @@
 #include <ctime>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 namespace {
 
 constexpr std::size_t head_cap = 8192;       // the largest request head (431 beyond it)
-constexpr std::size_t small_file = 16384;    // files up to this size go out with their head
-constexpr std::size_t answer_head_cap = 512; // the answer's head
+constexpr std::size_t small_file = 16384;    // answers with up to this many body bytes go out with their head
+constexpr std::size_t answer_head_cap = 512; // an answer's head (a redirect's Location may take more: below)
+constexpr std::size_t path_cap = 1024;       // a decoded path and its NUL (414 beyond it)
 constexpr unsigned splice_chunk = 1u << 20;  // bytes per splice (the pipe is grown to this)
 
 // The connections being served, so that a stop can end their reading: shutdown(SHUT_RD)
@@ -125,10 +130,13 @@ char* put(char* p, std::string_view s) noexcept {
     return p + s.size();
 }
 
-// Writes an answer's head into `out` (answer_head_cap bytes: the longest head is far
-// shorter); returns its length. Plain copies, no printf: this runs once per request.
+// Writes an answer's head into `out`: the status line, Server, Date, Content-Type,
+// Content-Length, the Connection header that `keep_alive` and `minor` call for, then `extra`
+// (whole header lines, each ending in CRLF, given in pieces), then the empty line. Returns
+// its length: at most answer_head_cap plus the size of `extra`. Plain copies, no printf:
+// this runs once per request.
 std::size_t format_head(char* out, int status, std::string_view type, std::uint64_t length, bool keep_alive, int minor,
-                        bool allow = false) {
+                        std::span<const std::string_view> extra = {}) {
     char* p = put(out, "HTTP/1.1 ");
     p = std::to_chars(p, p + 3, status).ptr;
     *p++ = ' ';
@@ -144,46 +152,117 @@ std::size_t format_head(char* out, int status, std::string_view type, std::uint6
         p = put(p, "Connection: close\r\n");
     else if (minor == 0)
         p = put(p, "Connection: keep-alive\r\n");
-    if (allow)
-        p = put(p, "Allow: GET, HEAD\r\n");
+    for (std::string_view e : extra)
+        p = put(p, e);
     p = put(p, "\r\n");
     return static_cast<std::size_t>(p - out);
 }
 
-// One connection's buffers: the request bytes received, and the answer (head, and the body
-// of a small file).
+// One connection's buffers: the request bytes received, the answer (head, and the body of a
+// small one), the decoded target (here, not in answer()'s frame: frames up to 1 KiB come
+// from ringo's frame pool, larger ones from the heap).
 struct Buffers {
     char in[head_cap];
     char out[answer_head_cap + small_file];
-    char path[1024]; // the decoded target (here, not in answer()'s frame: frames up to 1 KiB
-                     // come from ringo's frame pool, larger ones from the heap)
+    char path[path_cap];
 };
+// A redirect's Location is the request's target, so at most a request head long.
+static_assert(answer_head_cap + head_cap <= sizeof(Buffers::out));
 
 // A pipe for splicing large files, made at the first one a connection sends.
 struct SplicePipe {
     std::optional<ringo::PipeEnds> ends;
 };
 
-// Answers with an error status and a short text body. Whether the connection stays open is
-// the caller's `keep_alive`.
-ringo::Task<bool> send_error(ringo::net::TcpStream& s, Buffers& b, int status, bool keep_alive, int minor,
-                             bool head_only) {
+// Bytes of a file that follow an answer's head.
+struct Body {
+    std::uint64_t offset = 0, length = 0;
+};
+
+// An answer with a short text body ("404 Not Found\n"; none for HEAD) and the header lines
+// `extra`, written into b.out; returns its length. Whether the connection stays open is the
+// caller's `keep_alive`.
+std::size_t status_answer(Buffers& b, int status, bool keep_alive, int minor, bool head_only,
+                          std::span<const std::string_view> extra = {}) {
     char body[64];
     int len = std::snprintf(body, sizeof body, "%d %.*s\n", status, static_cast<int>(http::reason(status).size()),
                             http::reason(status).data());
     std::size_t n = format_head(b.out, status, "text/plain; charset=utf-8", static_cast<std::size_t>(len), keep_alive,
-                                minor, status == 405);
+                                minor, extra);
     if (!head_only) {
         std::memcpy(b.out + n, body, static_cast<std::size_t>(len));
         n += static_cast<std::size_t>(len);
     }
-    auto w = co_await s.write_all(b.out, n);
-    co_return static_cast<bool>(w);
+    return n;
 }
 
-// Sends `size` bytes of `file` to the socket by splice(2): file -> pipe -> socket, page
+// Whether the path of `target` ends with a slash (it names a folder: decode_path appended
+// index.html to it).
+bool names_folder(std::string_view target) {
+    std::size_t end = std::min(target.find_first_of("?#"), target.size());
+    return end > 0 && target[end - 1] == '/';
+}
+
+// 301 for a folder named without its trailing slash: Location is the target with a slash
+// after its path (the query kept), relative to this server, as nginx answers.
+std::size_t redirect_answer(Buffers& b, std::string_view target, bool keep_alive, int minor, bool head_only) {
+    std::size_t q = target.find_first_of("?#");
+    std::string_view query = q < target.size() && target[q] == '?' ? target.substr(q, target.find('#', q) - q) : "";
+    const std::string_view location[] = {"Location: ", target.substr(0, q), "/", query, "\r\n"};
+    return status_answer(b, 301, keep_alive, minor, head_only, location);
+}
+
+// The head of a file's answer, written into b.out: 200 and the whole file, or, for a GET
+// with a satisfiable Range, 206 and that range; `body` says which bytes of the file follow
+// (none for HEAD). An unsatisfiable Range gets a 416 answer instead, and no body. Range is
+// ignored for HEAD (RFC 9110, 14.2: GET only), and with If-Range, whose validators this
+// server never sends (so the condition cannot hold: the whole file, RFC 9110, 13.1.5).
+std::size_t file_head(Buffers& b, const http::Request& req, std::uint64_t size, bool keep_alive, Body& body) {
+    http::ByteRange r;
+    http::Range asked = http::Range::whole;
+    if (req.method == http::Method::get && !req.range.empty() && !req.if_range)
+        asked = http::byte_range(req.range, size, r);
+    char line[96]; // "Content-Range: bytes A-B/SIZE\r\n", three numbers of up to 20 digits
+    char* p = put(line, "Content-Range: bytes ");
+    body = {};
+    if (asked == http::Range::unsatisfiable) {
+        p = put(p, "*/");
+        p = std::to_chars(p, p + 20, size).ptr;
+        p = put(p, "\r\n");
+        const std::string_view extra[] = {{line, static_cast<std::size_t>(p - line)}};
+        return status_answer(b, 416, keep_alive, req.minor, false, extra);
+    }
+    const bool part = asked == http::Range::part;
+    std::string_view extra[] = {"Accept-Ranges: bytes\r\n", {}}; // and Content-Range for a part
+    std::uint64_t length = part ? r.last - r.first + 1 : size;
+    if (part) {
+        p = std::to_chars(p, p + 20, r.first).ptr;
+        *p++ = '-';
+        p = std::to_chars(p, p + 20, r.last).ptr;
+        *p++ = '/';
+        p = std::to_chars(p, p + 20, size).ptr;
+        p = put(p, "\r\n");
+        extra[1] = {line, static_cast<std::size_t>(p - line)};
+    }
+    if (req.method != http::Method::head)
+        body = {part ? r.first : 0, length};
+    return format_head(b.out, part ? 206 : 200, http::content_type(b.path), length, keep_alive, req.minor,
+                       std::span(extra, part ? 2 : 1));
+}
+
+// The --inline answer, written into b.out; returns its length.
+std::size_t inline_answer(const Server& srv, const http::Request& req, bool keep_alive, Buffers& b) {
+    std::size_t n = format_head(b.out, 200, "text/plain", srv.inline_body.size(), keep_alive, req.minor);
+    if (req.method != http::Method::head) {
+        std::memcpy(b.out + n, srv.inline_body.data(), srv.inline_body.size());
+        n += srv.inline_body.size();
+    }
+    return n;
+}
+
+// Sends the body's bytes of `file` to the socket by splice(2): file -> pipe -> socket, page
 // references instead of copies.
-ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, std::uint64_t size, SplicePipe& p) {
+ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, Body body, SplicePipe& p) {
     if (!p.ends) {
         auto made = co_await ringo::pipe();
         if (!made)
@@ -192,17 +271,16 @@ ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, s
         ::fcntl(p.ends->writer.fd().get(), F_SETPIPE_SZ, splice_chunk); // a smaller pipe still works
     }
     int pipe_r = p.ends->reader.fd().get(), pipe_w = p.ends->writer.fd().get();
-    std::uint64_t off = 0;
-    while (off < size) {
-        auto want = static_cast<unsigned>(std::min<std::uint64_t>(size - off, splice_chunk));
+    for (std::uint64_t off = body.offset, end = body.offset + body.length; off < end;) {
+        auto want = static_cast<unsigned>(std::min<std::uint64_t>(end - off, splice_chunk));
         int in =
             co_await ringo::op::splice(file.get(), static_cast<std::int64_t>(off), pipe_w, -1, want, SPLICE_F_MOVE);
         if (in <= 0) // an error, or the file shrank: the answer cannot be completed
             co_return false;
         for (int moved = 0; moved < in;) {
-            int out = co_await ringo::op::splice(pipe_r, -1, s.fd().get(), -1, static_cast<unsigned>(in - moved),
-                                                 SPLICE_F_MOVE |
-                                                     (off + static_cast<unsigned>(in) < size ? SPLICE_F_MORE : 0));
+            int out =
+                co_await ringo::op::splice(pipe_r, -1, s.fd().get(), -1, static_cast<unsigned>(in - moved),
+                                           SPLICE_F_MOVE | (off + static_cast<unsigned>(in) < end ? SPLICE_F_MORE : 0));
             if (out <= 0)
                 co_return false;
             moved += out;
@@ -212,7 +290,7 @@ ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, s
     co_return true;
 }
 
-// Sends `size` bytes of `file` to the socket by sendfile(2) (page references, as splice
+// Sends the body's bytes of `file` to the socket by sendfile(2) (page references, as splice
 // makes), as nginx does: each call moves what the socket's buffer takes and returns, and
 // when it is full an io_uring poll waits for room. io_uring has no sendfile, and its splice
 // always runs in an io-wq worker thread, where a splice into a full socket blocks that
@@ -221,7 +299,7 @@ ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, s
 // (io_uring's own operations on it do not depend on that). A file not in the page cache is
 // read from the disk by sendfile itself, on this thread, as nginx does without aio threads;
 // --body splice reads it in io-wq threads.
-ringo::Task<bool> sendfile_body(ringo::net::TcpStream& s, ringo::fs::File& file, std::uint64_t size) {
+ringo::Task<bool> sendfile_body(ringo::net::TcpStream& s, ringo::fs::File& file, Body body) {
     int sock = s.fd().get();
     struct Blocking { // back to blocking on every way out, a cancellation's included
         int fd, flags;
@@ -232,13 +310,14 @@ ringo::Task<bool> sendfile_body(ringo::net::TcpStream& s, ringo::fs::File& file,
     } restore{sock, ::fcntl(sock, F_GETFL)};
     if (restore.flags < 0 || (!(restore.flags & O_NONBLOCK) && ::fcntl(sock, F_SETFL, restore.flags | O_NONBLOCK) < 0))
         co_return false;
-    off_t off = 0;
-    while (static_cast<std::uint64_t>(off) < size) {
-        ssize_t n = ::sendfile(sock, file.get(), &off, size - static_cast<std::uint64_t>(off));
+    auto off = static_cast<off_t>(body.offset);
+    const std::uint64_t end = body.offset + body.length;
+    while (static_cast<std::uint64_t>(off) < end) {
+        ssize_t n = ::sendfile(sock, file.get(), &off, end - static_cast<std::uint64_t>(off));
         if (n > 0) {
             // A client that reads as fast as this sends (loopback) could keep the thread in
             // this loop for the whole file: the other connections get a turn between calls.
-            if (static_cast<std::uint64_t>(off) < size)
+            if (static_cast<std::uint64_t>(off) < end)
                 co_await ringo::yield();
             continue;
         }
@@ -255,9 +334,10 @@ ringo::Task<bool> sendfile_body(ringo::net::TcpStream& s, ringo::fs::File& file,
 
 // Opens the file a decoded path names, beneath the served folder only (".."; absolute
 // symbolic links and links that leave the folder are refused by the kernel with EXDEV, as are
-// /proc's magic links), and finds its size. Yields 200 with `file` and `size` set, or the
-// status to answer. (A function of its own: its statx buffer then stays out of answer()'s
-// frame, which ringo's frame pool serves while it is at most 1 KiB.)
+// /proc's magic links), and finds its size. Yields 200 with `file` and `size` set, 301 for a
+// folder (the caller redirects a folder named without its trailing slash), or the status to
+// answer. (A function of its own: its statx buffer then stays out of answer()'s frame, which
+// ringo's frame pool serves while it is at most 1 KiB.)
 ringo::Task<int> open_file(const Server& srv, const char* path, ringo::fs::File& file, std::uint64_t& size) {
     // O_NONBLOCK: a FIFO in the folder must not block the open in an io-wq worker until a
     // writer comes. Reads of regular files are the same with it (they wait for the disk).
@@ -271,63 +351,66 @@ ringo::Task<int> open_file(const Server& srv, const char* path, ringo::fs::File&
     auto md = co_await file.metadata();
     if (!md)
         co_return 500;
-    if (!md->is_file()) // a folder without index.html, a device, a FIFO
-        co_return md->is_dir() ? 404 : 403;
+    if (!md->is_file()) // a folder, a device, a FIFO
+        co_return md->is_dir() ? 301 : 403;
     size = md->size;
     co_return 200;
 }
 
-// Answers one well-formed request for a file. False: the connection is to close (a send
-// failed, or an answer could not be completed).
-ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Request& req, bool keep_alive, Buffers& b,
-                         SplicePipe& pipe) {
-    bool head_only = req.method == http::Method::head;
-    int status = 200;
+// Answers the request at the start of `b.in`: `complete` as parse_request found it, or
+// malformed (then req.status is the answer, and the connection closes). False: the
+// connection is to close (a send failed, or an answer could not be completed).
+ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Request& req, bool complete,
+                         bool keep_alive, Buffers& b, SplicePipe& pipe) {
+    const bool head_only = req.method == http::Method::head;
     ringo::fs::File file;
-    std::uint64_t size = 0;
-    if (req.method == http::Method::other) {
-        status = 405;
-        head_only = false;
-    } else if (http::decode_path(req.target, b.path, sizeof b.path) < 0) {
-        status = 400;
+    Body body;
+    bool ok = true; // false: close after this answer
+    std::size_t n = 0;
+    if (!complete) {
+        n = status_answer(b, req.status, false, req.minor, head_only);
+    } else if (req.method == http::Method::other) {
+        const std::string_view allow[] = {"Allow: GET, HEAD\r\n"};
+        n = status_answer(b, 405, keep_alive, req.minor, false, allow);
+    } else if (!srv.inline_path.empty() && req.target == srv.inline_path) {
+        n = inline_answer(srv, req, keep_alive, b);
     } else {
-        status = co_await open_file(srv, b.path, file, size);
+        long len = http::decode_path(req.target, b.path, sizeof b.path);
+        int status = len == http::path_too_long ? 414 : 400;
+        std::uint64_t size = 0;
+        if (len >= 0) // (not in a ?: GCC 12 mistranslates co_await there)
+            status = co_await open_file(srv, b.path, file, size);
+        if (status == 301 && names_folder(req.target)) // "dir/": its index.html is a folder
+            status = 404;
+        if (status == 301)
+            n = redirect_answer(b, req.target, keep_alive, req.minor, head_only);
+        else if (status != 200)
+            n = status_answer(b, status, keep_alive, req.minor, head_only);
+        else
+            n = file_head(b, req, size, keep_alive, body);
     }
-    if (status != 200)
-        co_return co_await send_error(s, b, status, keep_alive, req.minor, head_only);
-
-    std::size_t n = format_head(b.out, 200, http::content_type(b.path), size, keep_alive, req.minor);
-    if (head_only) {
-        auto w = co_await s.write_all(b.out, n);
-        co_return static_cast<bool>(w);
-    }
-    if (size <= small_file) {
-        auto r = co_await file.read_exact_at(std::span<std::byte>(reinterpret_cast<std::byte*>(b.out + n), size), 0);
-        if (!r) { // the file shrank or could not be read: nothing sent yet, so a clean 500
-            (void)co_await send_error(s, b, 500, false, req.minor, false);
-            co_return false;
+    if (body.length > 0 && body.length <= small_file) { // read into the answer, after its head
+        auto r = co_await file.read_exact_at(std::span<std::byte>(reinterpret_cast<std::byte*>(b.out + n), body.length),
+                                             body.offset);
+        if (r) {
+            n += body.length;
+        } else { // the file shrank or could not be read: nothing sent yet, so a clean 500
+            n = status_answer(b, 500, false, req.minor, false);
+            ok = false;
         }
-        auto w = co_await s.write_all(b.out, n + size);
-        co_return static_cast<bool>(w);
+        body = {};
     }
-    // MSG_MORE: the head waits for the body's first bytes and leaves with them, as nginx's
-    // tcp_nopush does, instead of in a packet of its own that the client wakes up for alone.
-    auto w = co_await s.write_all(b.out, n, MSG_MORE);
+    // MSG_MORE before a large body: the head waits for the body's first bytes and leaves with
+    // them, as nginx's tcp_nopush does, instead of in a packet of its own that the client
+    // wakes up for alone.
+    auto w = co_await s.write_all(b.out, n, body.length > 0 ? MSG_MORE : 0);
     if (!w)
         co_return false;
+    if (body.length == 0)
+        co_return ok;
     if (srv.splice) // (two statements: GCC 12 mistranslates co_await inside ?:)
-        co_return co_await splice_body(s, file, size, pipe);
-    co_return co_await sendfile_body(s, file, size);
-}
-
-// The --inline answer, written into `b.out`; returns its length.
-std::size_t inline_answer(const Server& srv, const http::Request& req, bool keep_alive, Buffers& b) {
-    std::size_t n = format_head(b.out, 200, "text/plain", srv.inline_body.size(), keep_alive, req.minor);
-    if (req.method != http::Method::head) {
-        std::memcpy(b.out + n, srv.inline_body.data(), srv.inline_body.size());
-        n += srv.inline_body.size();
-    }
-    return n;
+        co_return co_await splice_body(s, file, body, pipe);
+    co_return co_await sendfile_body(s, file, body);
 }
 
 // After the last answer on a connection that may still have unread bytes (a request with a
@@ -374,26 +457,15 @@ ringo::Task<void> serve(ringo::net::TcpStream s, Server& srv) {
             continue;
         }
         srv.requests.fetch_add(1, std::memory_order_relaxed);
-        if (p == http::Parse::error) {
-            bool head_only = req.method == http::Method::head;
-            (void)co_await send_error(s, *b, req.status, false, req.minor, head_only);
-            unread = true;
-            break;
-        }
+        const bool complete = p == http::Parse::complete;
         // A request body is not read (no method here takes one): the connection closes after
         // the answer instead, as after a stop.
-        bool keep_alive = req.keep_alive && req.content_length == 0 && !srv.connections.stopping();
-        bool ok;
-        if (req.method != http::Method::other && !srv.inline_path.empty() && req.target == srv.inline_path) {
-            auto w = co_await s.write_all(b->out, inline_answer(srv, req, keep_alive, *b));
-            ok = static_cast<bool>(w);
-        } else {
-            ok = co_await answer(s, srv, req, keep_alive, *b, pipe);
-        }
+        const bool keep_alive = complete && req.keep_alive && req.content_length == 0 && !srv.connections.stopping();
+        bool ok = co_await answer(s, srv, req, complete, keep_alive, *b, pipe);
         if (!ok)
             break;
         if (!keep_alive) {
-            unread = req.content_length > 0 || have > req.head_size;
+            unread = !complete || req.content_length > 0 || have > req.head_size;
             break;
         }
         std::memmove(b->in, b->in + req.head_size, have - req.head_size);

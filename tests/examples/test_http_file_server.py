@@ -10,6 +10,9 @@ client cannot be made to send a malformed request), with one runtime and with a 
     Allow), 431 (a head too large), 501 (Transfer-Encoding), 505 (HTTP/2.0);
   - load with ab and wrk: no failed request, no non-2xx answer, no socket error;
   - no descriptor left open once the clients are gone (/proc/PID/fd);
+  - Range (206 with the exact bytes, 416, ignored forms answered 200), a folder without its
+    trailing slash (301 with Location), the absolute form (`GET http://host/path`), a path
+    too long to decode (414);
   - Ctrl-C: idle connections end at once, an answer being sent completes, new connections are
     refused, exit status 0; and a client that stops reading is cancelled after the grace period.
 
@@ -82,10 +85,28 @@ def status_of(answer):
     return int(m.group(1)) if m else None
 
 
+def answers_of(data):
+    """Splits the bytes of answers sent one after another into (status, headers, body), each body
+    as long as its Content-Length; a last part that is not a whole answer is left out."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        status, fields = headers_of(head.decode("latin-1"))
+        n = int(fields.get("content-length", "0"))
+        if len(rest) < n:
+            break
+        out.append((status_of(head + b"\r\n"), fields, rest[:n]))
+        data = rest[n:]
+    return out
+
+
 def make_root(tmp):
     root = os.path.join(tmp, "www")
     os.makedirs(os.path.join(root, "sub"))
     os.makedirs(os.path.join(root, "empty_dir"))
+    os.makedirs(os.path.join(root, "odd", "index.html"))  # a folder where an index would be
     files = {
         "index.html": b"<h1>ringo</h1>\n",
         "zero.bin": b"",
@@ -200,6 +221,93 @@ def test_errors(srv):
         check(status_of(ans) == want and b"Connection: close" in ans, f"{what}: {ans[:120]!r} (want {want})")
 
 
+def get_raw(port, target, headers=b"", method=b"GET"):
+    """One request with Connection: close; (status, headers, body) of its answer."""
+    ans = raw(port, method + b" " + target + b" HTTP/1.1\r\nHost: x\r\n" + headers + b"Connection: close\r\n\r\n")
+    head, _, body = ans.partition(b"\r\n\r\n")
+    return status_of(ans), headers_of(head.decode("latin-1"))[1], body
+
+
+def test_range(srv, files):
+    big, small = files["big.bin"], files["f4k.bin"]
+    n = len(big)
+    cases = [  # file, Range, what is answered: (first, last) of a 206, 416, or 200 (the whole file)
+        ("big.bin", b"bytes=0-647", (0, 647)),  # sendfile or splice: the whole 3 MiB went before
+        ("big.bin", b"bytes=1000000-2999999", (1000000, 2999999)),
+        ("big.bin", b"bytes=3000000-", (3000000, n - 1)),
+        ("big.bin", b"bytes=-20000", (n - 20000, n - 1)),
+        ("f4k.bin", b"bytes=100-199", (100, 199)),
+        ("f4k.bin", b"BYTES=4000-99999999999999999999999", (4000, 4095)),
+        ("f4k.bin", b"bytes=-5000", (0, 4095)),
+        ("one.txt", b"bytes=0-0", (0, 0)),
+        ("f4k.bin", b"bytes=4096-", 416),
+        ("f4k.bin", b"bytes=99999999999999999999999-", 416),
+        ("f4k.bin", b"bytes=-0", 416),
+        ("zero.bin", b"bytes=0-", 416),
+        ("f4k.bin", b"bytes=0-1,5-6", 200),  # several ranges: ignored
+        ("f4k.bin", b"bytes=5-1", 200),  # malformed: ignored
+        ("f4k.bin", b"bytes=a-b", 200),
+        ("f4k.bin", b"items=0-1", 200),
+    ]
+    for name, rng, want in cases:
+        data = files[name]
+        status, fields, body = get_raw(srv.port, b"/" + name.encode(), b"Range: " + rng + b"\r\n")
+        what = f"GET /{name} Range: {rng.decode()}"
+        if want == 416:
+            check(status == 416 and fields.get("content-range") == f"bytes */{len(data)}",
+                  f"{what}: {status} {fields} (want 416, Content-Range: bytes */{len(data)})")
+        elif want == 200:
+            check(status == 200 and body == data and "content-range" not in fields, f"{what}: {status} {fields} (want 200)")
+        else:
+            first, last = want
+            cr = f"bytes {first}-{last}/{len(data)}"
+            check(status == 206 and body == data[first:last + 1] and fields.get("content-length") == str(last - first + 1)
+                  and fields.get("content-range") == cr, f"{what}: {status} {fields} {len(body)} bytes (want 206, {cr})")
+    # HEAD and If-Range: the whole file. One connection: each answer framed by its Content-Length.
+    status, fields, body = get_raw(srv.port, b"/f4k.bin", b"Range: bytes=0-9\r\n", b"HEAD")
+    check(status == 200 and fields.get("content-length") == "4096" and body == b"", f"HEAD with Range: {status} {fields}")
+    status, fields, body = get_raw(srv.port, b"/f4k.bin", b"Range: bytes=0-9\r\nIf-Range: \"x\"\r\n")
+    check(status == 200 and body == small, f"Range with If-Range: {status} {fields}")
+    ans = raw(srv.port, b"GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=0-647\r\n\r\n"
+                        b"GET /f4k.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=5000-\r\n\r\n"
+                        b"GET /big.bin HTTP/1.1\r\nHost: x\r\nRange: bytes=-100000\r\n\r\n"
+                        b"GET /one.txt HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    got = [(st, b) for st, _, b in answers_of(ans)]
+    check(len(got) == 4 and got[0] == (206, big[:648]) and got[1][0] == 416 and got[2] == (206, big[-100000:])
+          and got[3] == (200, b"x"), f"ranges on one connection: {[(st, len(b)) for st, b in got]}")
+    # curl's own range option, through sendfile or splice.
+    r = curl("-r", "2000000-2099999", srv.url + "/big.bin")
+    check(r.returncode == 0 and r.stdout == big[2000000:2100000], f"curl -r: {len(r.stdout)} bytes {r.stderr!r}")
+
+
+def test_redirect_absolute_long(srv, files):
+    # A folder without its trailing slash: 301 to the folder (query kept), then its index.
+    for target, location in ((b"/sub", "/sub/"), (b"/sub?a=1", "/sub/?a=1"), (b"/empty_dir", "/empty_dir/")):
+        status, fields, _ = get_raw(srv.port, target)
+        check(status == 301 and fields.get("location") == location,
+              f"GET {target.decode()}: {status} Location {fields.get('location')!r} (want 301 {location})")
+    status, fields, _ = get_raw(srv.port, b"/odd/")
+    check(status == 404 and "location" not in fields, f"GET /odd/ (odd/index.html a folder): {status} {fields}")
+    r = curl("-L", "-w", " %{num_redirects}", srv.url + "/sub")
+    check(r.returncode == 0 and r.stdout == files["sub/index.html"] + b" 1", f"curl -L /sub: {r.stdout!r} {r.stderr!r}")
+    # The absolute form: the host in the target, the path served.
+    status, _, body = get_raw(srv.port, f"http://127.0.0.1:{srv.port}/one.txt".encode())
+    check(status == 200 and body == b"x", f"GET http://127.0.0.1:{srv.port}/one.txt: {status} {body!r}")
+    status, _, body = get_raw(srv.port, b"HTTP://x")
+    check(status == 200 and body == files["index.html"], f"GET HTTP://x: {status} {body!r}")
+    status, _, body = get_raw(srv.port, b"http:///one.txt")
+    check(status == 400, f"GET http:///one.txt (no host): {status} (want 400)")
+    r = curl("-x", srv.url, f"http://127.0.0.1:{srv.port}/sub/with%20space.txt")  # curl sends the absolute form to a proxy
+    check(r.returncode == 0 and r.stdout == files["sub/with space.txt"], f"curl through the server as proxy: {r.stdout!r} {r.stderr!r}")
+    # A path too long to decode: 414, not 400; one that just fits is looked up (404).
+    status, _, _ = get_raw(srv.port, b"/" + b"a" * 1099)
+    check(status == 414, f"a 1 100-byte path: {status} (want 414)")
+    status, _, _ = get_raw(srv.port, b"/" + b"%61" * 1099)
+    check(status == 414, f"a path decoded to 1 099 bytes: {status} (want 414)")
+    status, _, _ = get_raw(srv.port, b"/" + b"a" * 1023)
+    check(status == 404, f"a 1 024-byte path: {status} (want 404)")
+
+
 def parse_ab(out):
     def num(pattern):
         m = re.search(pattern, out)
@@ -297,6 +405,8 @@ def main():
             test_files(srv, root, files, tmp)
             test_head_keepalive_pipelining(srv, files)
             test_errors(srv)
+            test_range(srv, files)
+            test_redirect_absolute_long(srv, files)
             test_load(srv)
             check(srv.wait_fds(base, 5) <= base, f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
             rc, out, err = srv.stop(signal.SIGTERM)
@@ -310,6 +420,7 @@ def main():
         base, base_list = srv.fds(), srv.fd_list()
         test_files(srv, root, files, tmp)
         test_head_keepalive_pipelining(srv, files)
+        test_range(srv, files)
         test_load(srv)
         check(srv.wait_fds(base, 5) <= base, f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
         rc, out, err = srv.stop(signal.SIGTERM)
