@@ -55,6 +55,19 @@ def lowered_nofile(limit):
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
+def start(binary, args):
+    """Server(binary, args), whose child is killed when the constructor fails (a first line
+    that is not 'listening on port P': Server raises then, and no one else holds the child)."""
+    srv = Server.__new__(Server)
+    try:
+        Server.__init__(srv, binary, args)
+    except BaseException:
+        if hasattr(srv, "proc"):
+            srv.kill()
+        raise
+    return srv
+
+
 def ubsan_out_of_descriptors(err):
     """Whether `err` is UBSan's false report for a program out of descriptors: UBSan checks the
     object of a virtual call by writing it to a pipe; with no descriptor left, pipe() fails,
@@ -112,7 +125,7 @@ def flood(binary, args, nofile=NOFILE, clients=CLIENTS, keep=KEEP):
     than it may hold), and checks that it keeps running and serves every one of them as others
     close. Returns (server, the `keep` served connections left open) for the caller to stop."""
     with lowered_nofile(nofile):
-        srv = Server(binary, args)
+        srv = start(binary, args)
     socks = {}
     for i in range(clients):  # the kernel completes them all: the backlog holds the unaccepted
         try:
@@ -269,7 +282,7 @@ def positional(binary, args, last):
 
 
 def test_both_forms(binary):
-    srv = Server(binary, ["--grace-ms", "200"])  # --port 0 --grace-ms 200
+    srv = start(binary, ["--grace-ms", "200"])  # --port 0 --grace-ms 200
     try:
         serve_once(srv, signal.SIGTERM, "--port 0 --grace-ms 200")
     finally:

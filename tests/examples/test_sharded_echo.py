@@ -22,9 +22,8 @@ import socket
 import sys
 
 from checks import check, run_all
-from example_server import Server
 from test_ctrl_c_server import (CLIENTS, check_arguments, check_closed, echoed, flood, no_leak_report, positional,
-                                run, stderr_complete)
+                                run, start, stderr_complete)
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 LOCAL = ["--threads", "2", "--host", "127.0.0.1"]
@@ -39,7 +38,7 @@ def summary(out, threads):
 
 
 def test_serves(binary):
-    srv = Server(binary, LOCAL)
+    srv = start(binary, LOCAL)
     try:
         second = srv.line(10)
         check(second == "2 runtime(s)", "second line '2 runtime(s)'" + ("" if second == "2 runtime(s)" else
