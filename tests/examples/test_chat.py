@@ -11,6 +11,16 @@ A client that resets its connection, one that closes in the middle of a line, an
 never reads while others talk (it is dropped, the others are told, and nobody else misses a
 line) all leave no descriptor behind (/proc/<pid>/fd). SIGINT with a client connected: that
 client is told and closed, the exit code is 0, and the summary counts what happened.
+
+Hostile clients, each with a server of its own: 300 clients (100 in sanitizer builds) that
+send 300 /who each and read nothing (the server's RSS, /proc/<pid>/status, grows by less
+than their queues' caps together and is back when they leave; an asker that then reads gets
+all its answers); a flooder that sends as fast as its socket takes lines while a fast reader
+reads and 1 000 clients connect and close (the flooder is slowed, nobody is dropped, the fast
+reader gets every line in order). Bad arguments: status 2, the reason and the usage; --help:
+the usage, status 0. Each server is stopped with SIGINT and must exit with 0 (in sanitizer
+builds that includes the leak check). RINGO_SANITIZE (non-empty in sanitizer builds) scales
+the /who flood down and skips the RSS bounds (ASan keeps freed memory in quarantine).
 """
 import os
 import queue
@@ -27,8 +37,10 @@ from example_server import Failure, Server, check
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
 LINE_TIMEOUT = 15 if SANITIZED else 5  # seconds to wait for one expected line
+MIB = 1 << 20
 MAX_LINE = 512  # chat::max_line
-QUEUE = 64  # --queue: lines waiting for one client before it is dropped
+QUEUE = 16384  # --queue-bytes: bytes waiting for one client before it is dropped
+DEFAULT_QUEUE = 65536  # chat's default --queue-bytes
 WELCOME_TAIL = " online; commands: /nick NAME, /who, /quit"
 
 
@@ -159,8 +171,9 @@ def barrier(*clients):
     return names
 
 
-def run():
-    srv = Server(BIN, ["--queue", str(QUEUE)])
+def test_room():
+    """Joins, nicks, messages, bad input, departures, a client that never reads, /quit, SIGINT."""
+    srv = Server(BIN, ["--queue-bytes", str(QUEUE)])
     clients = []
     messages = 0  # lines the server must count as messages
     connections = 0
@@ -284,7 +297,7 @@ def run():
         sent, dropped_at = 0, {}
         while len(dropped_at) < 2:
             check(sent < 20000, "the client that does not read was never dropped")
-            batch = QUEUE // 2  # fewer than a queue holds: bob and carol, who read, keep up
+            batch = 16  # 6.6 KB, under half a queue: bob and carol, who read, keep up
             a.send("".join(f"{text} {sent + i}\n" for i in range(batch)).encode())
             want = [f"alice: {text} {sent + i}\n" for i in range(batch)]
             sent += batch
@@ -351,13 +364,250 @@ def run():
         srv.kill()
 
 
+def stop_clean(srv, still_open):
+    """SIGINT: status 0 (a sanitizer build's leak check included), nothing on stderr, a summary
+    that counts `still_open` connections open at the stop and all of them closed."""
+    rc, out = srv.stop(signal.SIGINT)
+    check(rc == 0 and not srv.stderr(), f"exit code {rc} after SIGINT; stderr: {srv.stderr()[-2000:]!r}")
+    check(out and out[-1].endswith(f"; {still_open} open at stop, all closed"), f"after SIGINT: {out[-2:]!r}")
+    return out
+
+
+def vm_rss(pid):
+    """The resident memory of process `pid`, in bytes (VmRSS in /proc/<pid>/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def test_who_flood():
+    """Clients that each send 300 /who at once and read nothing (from the hardening issue:
+    300 of them took the server to 78 MB, 1 000 to 374 MB, kept after they left). An answer
+    waits in its asker's queue, and the asker's reader takes no more input while that queue is
+    over half its cap: the server grows by less than the clients' caps together, gives it back
+    when they leave, and an asker that starts reading still gets all its answers."""
+    n = 100 if SANITIZED else 300
+    each = 300
+    srv = Server(BIN, [])
+    socks = []
+    try:
+        time.sleep(0.2)
+        base_fds = srv.fds()
+        before = vm_rss(srv.proc.pid)
+        for _ in range(n):
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.settimeout(LINE_TIMEOUT)
+            s.connect(("127.0.0.1", srv.port))
+            socks.append(s)
+        check(srv.wait_fds(base_fds + n) == base_fds + n, f"{n} clients connected")
+        time.sleep(0.5)  # their joins announced
+        idle = vm_rss(srv.proc.pid)
+        for s in socks:
+            s.sendall(b"/who\n" * each)  # 1 500 bytes: the socket takes them at once
+        peak = idle
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            peak = max(peak, vm_rss(srv.proc.pid))
+            time.sleep(0.05)
+        print(f"who flood: {n} clients x {each} /who: RSS {before / MIB:.1f} MiB before they came, "
+              f"{idle / MIB:.1f} with them idle, peak {peak / MIB:.1f}", flush=True)
+        bound = n * DEFAULT_QUEUE
+        if not SANITIZED:  # (ASan's allocator keeps freed memory in quarantine)
+            check(peak - idle <= bound, f"the /who flood took {(peak - idle) / MIB:.1f} MiB, "
+                  f"more than {n} queues of {DEFAULT_QUEUE} bytes ({bound / MIB:.1f} MiB)")
+
+        # The first asker reads now: every one of its answers comes (the server waited for it).
+        first = socks[0]
+        answers, buf = 0, b""
+        while answers < each:
+            try:
+                chunk = first.recv(65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+            lines = buf.split(b"\n")
+            buf = lines.pop()
+            answers += sum(line.startswith(b"* online (") for line in lines)
+        check(answers == each, f"an asker that reads after {each} /who gets {each} answers (got {answers})")
+
+        for s in socks:
+            s.close()
+        socks = []
+        check(srv.wait_fds(base_fds) == base_fds, "every asker's descriptor is closed after it left")
+        time.sleep(0.5)
+        after = vm_rss(srv.proc.pid)
+        print(f"who flood: RSS {after / MIB:.1f} MiB after they left")
+        if not SANITIZED:
+            check(after - idle <= 4 * MIB, f"after the askers left the server holds {(after - idle) / MIB:.1f} MiB "
+                  "more than with them idle (at most 4 MiB)")
+        stop_clean(srv, 0)
+    finally:
+        for s in socks:
+            s.close()
+        srv.kill()
+
+
+def churn(port, n, failures):
+    """`n` clients that connect and close at once, one after the other."""
+    for _ in range(n):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=10).close()
+        except OSError:
+            failures.append(1)
+
+
+def test_flooder():
+    """A flooder that sends lines as fast as its socket takes them (and reads what comes to
+    it), a fast reader, and 1 000 clients that connect and close meanwhile (from the hardening
+    issue: the fast reader was dropped in every run and the flooder never slowed). The flooder
+    is slowed to what the room delivers: it is never more than the sockets' buffers ahead of
+    the fast reader, and nobody is dropped: the fast reader gets every line in order."""
+    n_churn, seconds = 1000, 3
+    lag_limit = (4 * MIB) // len(b"flood 1000000\n")  # lines: 4 MiB of socket buffers
+    srv = Server(BIN, [])
+    socks = []
+    try:
+        fast = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+        socks.append(fast)
+        got = {"next": 0, "bad": None, "eof": False, "notices": []}
+
+        def read_fast():
+            buf = b""
+            while True:
+                try:
+                    chunk = fast.recv(1 << 18)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    got["eof"] = True
+                    return
+                buf += chunk
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                for line in lines:
+                    head, sep, number = line.partition(b": flood ")
+                    if sep and not head.startswith(b"*"):
+                        if int(number) != got["next"] and got["bad"] is None:
+                            got["bad"] = (got["next"], line)
+                        got["next"] = int(number) + 1
+                    elif not line.endswith((b" joined", b" left")):
+                        got["notices"].append(line.decode(errors="replace"))
+
+        threading.Thread(target=read_fast, daemon=True).start()
+        flooder = socket.socket()
+        flooder.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32768)
+        flooder.settimeout(30)
+        flooder.connect(("127.0.0.1", srv.port))
+        socks.append(flooder)
+        heard = {"eof": False, "notices": []}
+
+        def read_flooder():
+            buf = b""
+            while True:
+                try:
+                    chunk = flooder.recv(65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    heard["eof"] = True
+                    return
+                buf += chunk
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                heard["notices"] += [l.decode(errors="replace") for l in lines
+                                     if not l.endswith((b" joined", b" left"))]
+
+        threading.Thread(target=read_flooder, daemon=True).start()
+        time.sleep(0.2)
+
+        failed = []
+        churner = threading.Thread(target=churn, args=(srv.port, n_churn, failed), daemon=True)
+        sent, lag, flooder_error = 0, 0, None
+        t0 = time.monotonic()
+        churner.start()
+        while time.monotonic() - t0 < seconds:
+            try:
+                flooder.sendall(b"".join(b"flood %d\n" % i for i in range(sent, sent + 1000)))
+            except OSError as e:
+                flooder_error = e
+                break
+            sent += 1000
+            lag = max(lag, sent - got["next"])
+        secs = time.monotonic() - t0
+        churner.join(timeout=60)
+        check(not failed and not churner.is_alive(), f"{n_churn} clients connected and closed ({len(failed)} failed)")
+        end = time.monotonic() + 30
+        while got["next"] < sent and not got["eof"] and time.monotonic() < end:
+            time.sleep(0.05)
+        check(not got["eof"], f"the fast reader was not dropped (it had {got['next']} of {sent} lines)")
+        check(got["bad"] is None, f"the fast reader got the flood in order (first gap: {got['bad']})")
+        check(got["next"] == sent, f"the fast reader got all {sent} lines (got {got['next']})")
+        check(flooder_error is None, f"the flooder's sends went on (got {flooder_error!r})")
+        print(f"flooder: {sent} lines in {secs:.1f} s while {n_churn} clients came and went; "
+              f"at most {lag} lines ahead of the fast reader")
+        check(lag <= lag_limit, f"the flooder was slowed: at most {lag_limit} lines ahead of the fast reader "
+              f"(was {lag} ahead)")
+        fast.sendall(b"/who\n")
+        end = time.monotonic() + LINE_TIMEOUT
+        while not any(l.startswith("* online (") for l in got["notices"]) and time.monotonic() < end:
+            time.sleep(0.05)
+        who = [l for l in got["notices"] if l.startswith("* online (")]
+        check(who and who[0].startswith("* online (2): "), f"both are still in the room: {who}")
+        dropped = [l for l in got["notices"] + heard["notices"] if "dropped" in l]
+        check(not dropped and not heard["eof"], f"nobody was dropped ({dropped}, flooder's end: {heard['eof']})")
+        out = stop_clean(srv, 2)
+        check(", 0 dropped;" in out[-1], f"the summary counts no drop: {out[-1]!r}")
+    finally:
+        for s in socks:
+            s.close()
+        srv.kill()
+
+
+def test_bad_arguments():
+    """--help: the usage on stdout, status 0. A bad argument: what is wrong and the usage on
+    stderr, status 2, nothing started (no number wraps: 2^64 + 1 is out of range, not 1)."""
+    try:
+        r = subprocess.run([BIN, "--help"], capture_output=True, text=True, timeout=5)
+        ok = r.returncode == 0 and r.stdout.startswith("usage: chat ") and "--queue-bytes" in r.stdout
+    except subprocess.TimeoutExpired:
+        ok, r = False, None
+    bad = [] if ok else [f"--help: {r and (r.returncode, r.stdout, r.stderr)}"]
+    wrong = (["--port", "abc"], ["--port", "65536"], ["--port", "-1"], ["--port", " 80"], ["--port", "0x50"],
+             ["--port", "18446744073709551617"], ["--port", ""], ["--queue-bytes", "0"], ["--queue-bytes", "1023"],
+             ["--queue-bytes", "1073741825"], ["--queue-bytes", "18446744073709552640"], ["--queue-bytes", "64k"],
+             ["--host", "localhost"], ["--host", "1.2.3.4.5"], ["--port"], ["--queue-bytes"], ["--bogus"],
+             ["7001"], ["--queue", "64"])
+    for args in wrong:
+        try:
+            r = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=5)
+            if not (r.returncode == 2 and r.stderr.startswith("chat: ") and "usage: chat " in r.stderr):
+                bad.append(f"{args}: status {r.returncode}, stderr {r.stderr!r}")
+        except subprocess.TimeoutExpired:
+            bad.append(f"{args}: still running after 5 s (taken as valid)")
+    check(not bad, "bad arguments: " + "; ".join(bad))
+    print(f"bad arguments: --help and {len(wrong)} wrong ones as they should be")
+
+
 def main():
     if not BIN:
         raise SystemExit(__doc__)
-    try:
-        run()
-    except Failure as e:
-        print(f"FAIL: {e}", file=sys.stderr)
+    failed = []
+    t0 = time.monotonic()
+    for test in (test_bad_arguments, test_room, test_who_flood, test_flooder):
+        print(f"== {test.__name__}", flush=True)
+        try:
+            test()
+        except Failure as e:
+            print(f"FAIL: {e}", file=sys.stderr, flush=True)
+            failed.append(test.__name__)
+    print(f"({time.monotonic() - t0:.1f} s)")
+    if failed:
+        print(f"chat: failed: {', '.join(failed)}")
         return 1
     print("chat: all checks passed")
     return 0
