@@ -11,7 +11,7 @@
 // open after the grace period is cancelled.
 //
 //   http_file_server --root DIR [--port P] [--threads N] [--grace-ms MS] [--inline /PATH:TEXT]
-//                    [--body sendfile|splice]
+//                    [--body sendfile|splice]                          (--help: the usage)
 //
 // One runtime by default; with --threads N, a RuntimePool with one listening socket per
 // runtime (net::ShardedListener). Prints `listening on port P` first. Try it with
@@ -38,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -484,40 +485,59 @@ struct Options {
     bool splice = false;
 };
 
-[[noreturn]] void usage(const char* why) {
-    std::fprintf(stderr,
-                 "http_file_server: %s\nusage: http_file_server --root DIR [--port P] [--threads N] "
-                 "[--grace-ms MS] [--inline /PATH:TEXT] [--body sendfile|splice]\n",
-                 why);
+constexpr const char* usage_text =
+    "usage: http_file_server --root DIR [options]\n"
+    "  --root DIR              the folder to serve (required)\n"
+    "  --port P                the TCP port, 0 for any free one (8080)\n"
+    "  --threads N             runtimes, 1 to 1024; more than 1: a RuntimePool, one listener each (1)\n"
+    "  --grace-ms MS           after Ctrl-C, how long open connections may take to finish,\n"
+    "                          0 to 86400000 (2000)\n"
+    "  --inline /PATH:TEXT     answer /PATH with TEXT (up to 16 KiB) from memory\n"
+    "  --body sendfile|splice  how files over 16 KiB are sent (sendfile)\n"
+    "  --help                  this text\n";
+
+[[noreturn]] void usage(std::string_view why) {
+    std::fprintf(stderr, "http_file_server: %.*s\n%s", static_cast<int>(why.size()), why.data(), usage_text);
     std::exit(2);
+}
+
+// The decimal number `v` of `option`, from `lo` to `hi`; the usage otherwise.
+std::uint64_t number(std::string_view option, std::string_view v, std::uint64_t lo, std::uint64_t hi) {
+    std::uint64_t n = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n); // digits only: no sign, no space
+    if (v.empty() || ec != std::errc{} || end != v.data() + v.size() || n < lo || n > hi)
+        usage(std::string(option) + " takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+              ", not '" + std::string(v) + "'");
+    return n;
 }
 
 Options parse_options(int argc, char** argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
         std::string_view a = argv[i];
+        if (a == "--help" || a == "-h") {
+            std::fputs(usage_text, stdout);
+            std::exit(0);
+        }
+        if (a != "--root" && a != "--inline" && a != "--body" && a != "--port" && a != "--threads" && a != "--grace-ms")
+            usage("unknown option '" + std::string(a) + "'");
         if (i + 1 >= argc)
-            usage("every option takes a value");
-        const char* v = argv[++i];
-        char* end = nullptr;
-        bool text = a == "--root" || a == "--inline" || a == "--body";
-        unsigned long n = text ? 0 : std::strtoul(v, &end, 10);
-        if (!text && (!end || *end || *v == '\0'))
-            usage("a number was expected");
+            usage(std::string(a) + " needs a value");
+        std::string_view v = argv[++i];
         if (a == "--root")
-            o.root = v;
+            o.root = argv[i];
         else if (a == "--inline")
             o.inline_answer = v;
-        else if (a == "--body" && (std::string_view(v) == "sendfile" || std::string_view(v) == "splice"))
-            o.splice = std::string_view(v) == "splice";
-        else if (a == "--port" && n <= 65535)
-            o.port = static_cast<std::uint16_t>(n);
-        else if (a == "--threads" && n >= 1 && n <= 1024)
-            o.threads = n;
-        else if (a == "--grace-ms")
-            o.grace = std::chrono::milliseconds(n);
+        else if (a == "--body" && (v == "sendfile" || v == "splice"))
+            o.splice = v == "splice";
+        else if (a == "--body")
+            usage("--body takes sendfile or splice");
+        else if (a == "--port")
+            o.port = static_cast<std::uint16_t>(number(a, v, 0, 65535));
+        else if (a == "--threads")
+            o.threads = number(a, v, 1, 1024);
         else
-            usage("unknown option or value out of range");
+            o.grace = std::chrono::milliseconds(number(a, v, 0, 86'400'000));
     }
     if (!o.root)
         usage("--root is required");
@@ -598,7 +618,7 @@ int serve_pool(Server& srv, const Options& o) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
     Options o = parse_options(argc, argv);
     Server srv;
     srv.splice = o.splice;
@@ -614,4 +634,7 @@ int main(int argc, char** argv) {
     }
     ::signal(SIGPIPE, SIG_IGN); // sendfile or splice into a socket the client closed: EPIPE, not a signal
     return o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
+} catch (const std::exception& e) { // a runtime or pool that cannot be set up (io_uring, threads, memory)
+    std::fprintf(stderr, "http_file_server: %s\n", e.what());
+    return 1;
 }

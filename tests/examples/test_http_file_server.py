@@ -13,6 +13,7 @@ client cannot be made to send a malformed request), with one runtime and with a 
   - Range (206 with the exact bytes, 416, ignored forms answered 200), a folder without its
     trailing slash (301 with Location), the absolute form (`GET http://host/path`), a path
     too long to decode (414);
+  - arguments: --help, and bad values refused with the usage and status 2;
   - Ctrl-C: idle connections end at once, an answer being sent completes, new connections are
     refused, exit status 0; and a client that stops reading is cancelled after the grace period.
 
@@ -308,6 +309,44 @@ def test_redirect_absolute_long(srv, files):
     check(status == 404, f"a 1 024-byte path: {status} (want 404)")
 
 
+def run_args(*args):
+    """The example with these arguments only (--port 0: it never takes a fixed port); (exit
+    status, stdout, stderr), status None when it was still running after 5 s (then killed)."""
+    p = subprocess.Popen([EXE, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=5 * SCALE)
+        return p.returncode, out, err
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        return None, out, err
+
+
+def test_arguments(root):
+    rc, out, err = run_args("--help")
+    check(rc == 0 and out.startswith("usage: http_file_server") and "--grace-ms" in out and err == "",
+          f"--help: status {rc}: {out!r} {err!r}")
+    bad = [
+        ("--root", root, "--port", "0", "--grace-ms", "99999999999999999999"),  # was taken as zero
+        ("--root", root, "--port", "0", "--grace-ms", "-1"),
+        ("--root", root, "--port", "-1"),
+        ("--root", root, "--port", "65536"),
+        ("--root", root, "--port", " 0"),
+        ("--root", root, "--port", "+0"),
+        ("--root", root, "--port", "0", "--threads", "0"),
+        ("--root", root, "--port", "0", "--grace-ms", "1x"),
+        ("--root", root, "--port", "0", "--body", "mmap"),
+        ("--root", root, "--port", "0", "--inline", "no-slash"),
+        ("--root", root, "--port", "0", "--frobnicate", "1"),
+        ("--root", root, "--port", "0", "--grace-ms"),
+        ("--port", "0"),
+        (),
+    ]
+    for args in bad:
+        rc, out, err = run_args(*args)
+        check(rc == 2 and "usage: http_file_server" in err and "listening" not in out,
+              f"bad arguments {' '.join(args)!r}: status {rc} (want 2, the usage): {out!r} {err[-200:]!r}")
+
 def parse_ab(out):
     def num(pattern):
         m = re.search(pattern, out)
@@ -425,6 +464,8 @@ def main():
         check(srv.wait_fds(base, 5) <= base, f"descriptors after the clients left: {srv.fd_list()} (before: {base_list})")
         rc, out, err = srv.stop(signal.SIGTERM)
         check(rc == 0, f"SIGTERM (--body splice): exit status {rc}: {err!r}")
+        print("== arguments", flush=True)
+        test_arguments(root)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
