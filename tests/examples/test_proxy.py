@@ -8,9 +8,11 @@ reader is slow, without any proxy in between: the echo upstream is Python's.)
 
 Checks: a large transfer both ways byte for byte (1 GiB in release builds, sha256 on both
 ends), half-close in both directions, resets on either side closing both, refused and
-timed-out upstreams closing the client promptly, many concurrent connections, SIGINT and
+timed-out upstreams closing the client promptly, idle sessions closed after --idle-timeout
+(half-closed clients of a silent upstream among them), many concurrent connections, SIGINT and
 SIGTERM ending the proxy with status 0 and a summary whose counts match what the clients did,
-and no descriptor left open in the proxy once the clients are gone. Every wait has a deadline.
+no descriptor left open in the proxy once the clients are gone, and bad arguments (status 2
+and the usage; --help status 0). Every wait has a deadline.
 Exits 1 on any failed check. RINGO_SANITIZE (non-empty in sanitizer builds) scales sizes down.
 """
 import hashlib
@@ -535,9 +537,123 @@ def test_ipv6_upstream(tmp):
         srv.close()
 
 
+def test_idle_timeout(tmp):
+    """--idle-timeout 1: a session in which no byte moves either way for a second is closed,
+    both its sockets. 50 clients that half-close towards an upstream that never answers nor
+    closes (from the hardening issue: 50 of them held 100 descriptors for good) and 10 that
+    just wait are each closed after about a second, and the proxy holds no descriptor for them
+    while they and the upstream still hold theirs; a session that moves a byte every 0.3 s
+    lives on past the timeout, then is closed once it stops."""
+    release = threading.Event()
+
+    def upstream(c):
+        c.settimeout(30)
+        first = c.recv(16)
+        if first.startswith(b"echo"):
+            while first:
+                c.sendall(first)
+                first = c.recv(65536)
+            c.close()
+            return "echo"
+        try:  # silent: reads to the end, answers nothing, keeps its socket until the test ends
+            while c.recv(65536):
+                pass
+            r = "eof"
+        except ConnectionResetError:
+            r = "reset"
+        except (socket.timeout, TimeoutError):
+            r = "hung"
+        release.wait(30)
+        c.close()
+        return r
+
+    srv = PyServer(upstream)
+    proxy = Proxy(f"127.0.0.1:{srv.port}", "--idle-timeout", "1")
+    clients = []
+    try:
+        n_half, n_quiet = 50, 10
+        started = []
+        for i in range(n_half + n_quiet):
+            s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+            s.sendall(b"silent")
+            if i < n_half:
+                s.shutdown(socket.SHUT_WR)
+            clients.append(s)
+            started.append(time.monotonic())
+        held = settle_fds(proxy.proc.pid, proxy.baseline + 2 * len(clients), deadline=0.5)
+        check(held == proxy.baseline + 2 * len(clients),
+              f"while they wait, the proxy holds two descriptors per session "
+              f"({held - proxy.baseline} for {len(clients)})")
+        waited = []
+        for s, t0 in zip(clients, started):
+            waited.append(time.monotonic() - t0 if ends_soon(s, 8) else 99)
+        slow = [round(w, 2) for w in waited if not 0.9 <= w < 5]
+        check(not slow, f"{len(clients)} idle sessions closed 1 to 5 s after they went quiet "
+              f"(took {min(waited):.2f} to {max(waited):.2f} s; out of range: {slow[:5]})")
+        proxy.check_no_leak("idle sessions closed, their clients and the upstream still holding their sockets")
+        for s in clients:
+            s.close()
+        clients = []
+        release.set()
+        outcome = [srv.results.get(timeout=10) for _ in range(n_half + n_quiet)]
+        check(outcome.count("eof") == n_half + n_quiet, f"the upstream saw each idle session end with an end of "
+              f"stream, not a reset ({sorted(set(outcome))})")
+
+        # A byte every 0.3 s for 2.4 s: never idle for a second, so it lives on; then it stops.
+        c = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+        clients.append(c)
+        c.sendall(b"echo")
+        back = b""
+        for i in range(8):
+            while len(back) < 4 + i:
+                b = c.recv(64)
+                if not b:
+                    break
+                back += b
+            time.sleep(0.3)
+            c.sendall(b"x")
+        while len(back) < 12:
+            b = c.recv(64)
+            if not b:
+                break
+            back += b
+        check(back == b"echo" + b"x" * 8, f"a session that moves a byte every 0.3 s lives 2.4 s (got {back!r})")
+        t0 = time.monotonic()
+        ended = ends_soon(c, 8)
+        check(ended and 0.9 <= time.monotonic() - t0 < 5, f"then, quiet, it is closed after about a second "
+              f"({time.monotonic() - t0:.2f} s)")
+        proxy.check_no_leak("idle timeout")
+        rc, summary = proxy.stop(signal.SIGINT)
+        expect_summary(summary, connections=n_half + n_quiet + 1, idle_timeouts=n_half + n_quiet + 1, resets=0,
+                       cancelled=0, upstream_failures=0, client_to_upstream=6 * (n_half + n_quiet) + 12,
+                       upstream_to_client=12)
+    finally:
+        release.set()
+        for s in clients:
+            s.close()
+        proxy.kill()
+        srv.close()
+
+
 def test_bad_arguments(tmp):
     r = subprocess.run([PROXY], capture_output=True, timeout=10)
     check(r.returncode == 2 and b"usage" in r.stderr, f"no arguments: status 2 and the usage (got {r.returncode})")
+    r = subprocess.run([PROXY, "--help"], capture_output=True, timeout=10)
+    check(r.returncode == 0 and r.stdout.startswith(b"usage: proxy ") and b"--idle-timeout" in r.stdout,
+          f"--help: status 0 and the usage on stdout (got {r.returncode}, {r.stdout[:60]!r}, {r.stderr[:80]!r})")
+    ok = "--listen-port", "0", "--upstream", "127.0.0.1:9"
+    for bad in (("--idle-timeout", "abc"), ("--idle-timeout", "-1"), ("--idle-timeout", "31536001"),
+                ("--idle-timeout", "18446744073709551617"), ("--idle-timeout", "1.5"), ("--idle-timeout", " 5"),
+                ("--idle-timeout", "+5"), ("--idle-timeout",), ("--threads", "-1"), ("--threads", "+1"),
+                ("--threads", "1025"), ("--grace", " 5"),
+                ("--listen-port", "65536"), ("--connect-timeout", "0"), ("--grace", "1e3"), ("--bogus", "1")):
+        try:
+            r = subprocess.run([PROXY, *ok, *bad], capture_output=True, timeout=5)
+            good = r.returncode == 2 and r.stderr.startswith(b"proxy: ") and b"usage: proxy " in r.stderr
+            got = f"{r.returncode}, {r.stderr[:80]!r}"
+        except subprocess.TimeoutExpired:
+            good, got = False, "still running after 5 s"
+        check(good, f"{' '.join(bad)}: status 2, the reason and the usage (got {got})")
     r = subprocess.run([PROXY, "--listen-port", "0", "--upstream", "127.0.0.1"], capture_output=True, timeout=10)
     check(r.returncode == 2 and b"HOST:PORT" in r.stderr, f"an upstream without a port: status 2 (got {r.returncode})")
     with socket.socket() as taken:
@@ -553,7 +669,7 @@ def test_bad_arguments(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         return run_all((test_bad_arguments, test_half_close, test_resets, test_unreachable_upstream,
-                        test_ipv6_upstream, test_echo), tmp)
+                        test_ipv6_upstream, test_idle_timeout, test_echo), tmp)
 
 
 if __name__ == "__main__":
