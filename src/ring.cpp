@@ -6,9 +6,11 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 namespace ringo::uring {
@@ -173,6 +175,60 @@ Ring::Ring(const RingParams& params) {
     if (params.attach_wq_fd >= 0)
         check_attach_wq_fd(params.attach_wq_fd);
 
+    EngineKind want = params.engine;
+    if (want == EngineKind::automatic) {
+        // A deployed program or a test run can force either engine.
+        if (const char* e = std::getenv("RINGO_ENGINE")) {
+            std::string_view v(e);
+            if (v == "epoll")
+                want = EngineKind::epoll;
+            else if (v == "io_uring" || v == "io-uring" || v == "uring")
+                want = EngineKind::io_uring;
+        }
+    }
+    if (want == EngineKind::epoll) {
+        refusal_ = "the epoll engine was asked for";
+        setup_epoll(params);
+        return;
+    }
+    if (want == EngineKind::io_uring) {
+        setup_kernel(params);
+        return;
+    }
+    try {
+        setup_kernel(params);
+    } catch (const std::system_error& e) {
+        // io_uring refused (seccomp's EPERM, kernel.io_uring_disabled, ENOMEM under a
+        // memlock limit, ENOSYS): the epoll engine serves the same queues.
+        ring_ = io_uring{};
+        refusal_errno_ = e.code().value();
+        refusal_ = std::string("io_uring could not be set up: ") + e.what();
+        try {
+            setup_epoll(params);
+        } catch (const std::system_error& e2) {
+            throw std::system_error(e2.code(),
+                                    refusal_ + "; and the epoll engine could not start either: " + e2.what());
+        }
+    }
+}
+
+void Ring::setup_epoll(const RingParams& params) {
+    auto pow2 = [](unsigned n) {
+        unsigned p = 1;
+        while (p < n)
+            p <<= 1;
+        return p;
+    };
+    const unsigned sq = pow2(params.sq_entries);
+    const unsigned cq = params.cq_entries ? pow2(params.cq_entries) : 2 * sq;
+    emu_ = std::make_unique<EpollEngine>(sq, cq, ring_);
+    emu_->fill_probe(probe_);
+    flags_ = 0;
+    special_submit_ = true;
+    enter_fd_ = -1;
+}
+
+void Ring::setup_kernel(const RingParams& params) {
     RingParams attempt = params;
     for (;;) {
         io_uring_params p = attempt.to_params();
@@ -198,6 +254,7 @@ Ring::Ring(const RingParams& params) {
     sqe_shift_ = (flags_ & compat::setup::sqe128) ? 1 : 0;
     cqe_shift_ = (flags_ & compat::setup::cqe32) ? 1 : 0;
     sqpoll_ = (flags_ & compat::setup::sqpoll) != 0;
+    special_submit_ = sqpoll_;
     iopoll_ = (flags_ & compat::setup::iopoll) != 0;
     // Identity-map the SQ index array (older liburing releases leave it to each flush).
     if (ring_.sq.array && !(flags_ & compat::setup::no_sqarray)) {
@@ -231,7 +288,10 @@ Ring::Ring(const RingParams& params) {
     io_uring_free_probe(pr);
 }
 
-Ring::~Ring() { io_uring_queue_exit(&ring_); }
+Ring::~Ring() {
+    if (!emu_)
+        io_uring_queue_exit(&ring_);
+}
 
 long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
     long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, nullptr, 0);
@@ -241,6 +301,8 @@ long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flag
 int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept {
     unsigned tail = ring_.sq.sqe_tail;
     unsigned to_submit = tail - ring_.sq.sqe_head;
+    if (emu_)
+        return submit_emulated(to_submit, wait_nr, true, &timeout_ns);
     if (to_submit) {
         ring_.sq.sqe_head = tail;
         __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
@@ -288,6 +350,28 @@ int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
     unsigned consumed = static_cast<unsigned>(r);
     sqes_submitted_ += consumed;
     ring_.sq.sqe_head -= (to_submit - consumed);
+    return static_cast<int>(r);
+}
+
+int Ring::submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept {
+    if (emu_)
+        return submit_emulated(to_submit, wait_nr, get_events, nullptr);
+    return submit_sqpoll(to_submit, wait_nr, get_events);
+}
+
+int Ring::submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
+                          const std::uint64_t* timeout_ns) noexcept {
+    if (to_submit) {
+        ring_.sq.sqe_head = ring_.sq.sqe_tail;
+        __atomic_store_n(ring_.sq.ktail, ring_.sq.sqe_tail, __ATOMIC_RELEASE);
+    } else if (!wait_nr && !get_events && !needs_enter()) {
+        return 0;
+    }
+    ++enters_;
+    // The engine takes every SQE before it waits: they count as submitted whatever the
+    // wait ends with (-ETIME, -EINTR).
+    long r = emu_->enter(to_submit, wait_nr, (wait_nr || get_events) ? compat::enter::getevents : 0u, timeout_ns);
+    sqes_submitted_ += to_submit;
     return static_cast<int>(r);
 }
 

@@ -10,6 +10,17 @@ namespace ringo {
 
 class Runtime;
 
+/// What serves a runtime's operations (RuntimeOptions::engine, Runtime::engine):
+///   - `io_uring`: the kernel's io_uring, the fast path;
+///   - `epoll`: the epoll engine: the same operations by readiness (sockets, pipes) and on a
+///     bounded thread pool (files, path calls), for where io_uring is refused (a container's
+///     seccomp profile, kernel.io_uring_disabled, a memlock limit); io_uring-only features
+///     (registered files and buffers, provided-buffer rings, multishot receive, zero-copy
+///     send, msg_ring, uring_cmd) complete with -EOPNOTSUPP or take their usual fallback;
+///   - `automatic` (the default): io_uring when a ring can be set up, epoll otherwise. The
+///     environment variable RINGO_ENGINE=epoll or RINGO_ENGINE=io_uring overrides it.
+using Engine = uring::EngineKind;
+
 /// How a Runtime sets up its io_uring. Every setter returns *this:
 ///
 ///     ringo::Runtime rt{ringo::RuntimeOptions{}.sq_entries(1024).coop_taskrun()};
@@ -93,8 +104,14 @@ public:
         p_.reject_flags_for_testing = mask;
         return *this;
     }
-    /// Fault injection for tests: every setup attempt fails with `err` (an errno value, e.g.
-    /// ENOMEM) as if the kernel had refused the ring; 0 turns it off.
+    /// The engine (see Engine): automatic by default.
+    RuntimeOptions& engine(Engine e) noexcept {
+        p_.engine = e;
+        return *this;
+    }
+    /// Fault injection for tests: every io_uring setup attempt fails with `err` (an errno
+    /// value, e.g. ENOMEM or EPERM) as if the kernel had refused the ring (with the automatic
+    /// engine the runtime then runs on epoll); 0 turns it off.
     RuntimeOptions& fail_setup_for_testing(int err) noexcept {
         p_.setup_errno_for_testing = err;
         return *this;

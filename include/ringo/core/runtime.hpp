@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -173,7 +174,16 @@ public:
     uring::Probe& probe() noexcept { return ring_.probe(); }
     const uring::Probe& probe() const noexcept { return ring_.probe(); }
 
-    /// IORING_SETUP_* flags in force after any degradation.
+    /// The engine serving this runtime: Engine::io_uring or Engine::epoll (never automatic).
+    [[nodiscard]] Engine engine() const noexcept { return ring_.engine(); }
+    /// On the epoll engine, why io_uring is not in use: the errno io_uring_setup failed with
+    /// (EPERM under a container's seccomp profile or kernel.io_uring_disabled, ENOMEM under a
+    /// small memlock limit, ENOSYS without io_uring; 0 when epoll was asked for) and a sentence
+    /// saying so. 0 and an empty sentence on io_uring.
+    [[nodiscard]] int io_uring_refusal() const noexcept { return ring_.io_uring_refusal(); }
+    [[nodiscard]] const std::string& engine_reason() const noexcept { return ring_.io_uring_refusal_reason(); }
+
+    /// IORING_SETUP_* flags in force after any degradation (0 on the epoll engine).
     [[nodiscard]] std::uint32_t setup_flags() const noexcept { return ring_.setup_flags(); }
     [[nodiscard]] std::uint32_t features() const noexcept { return ring_.features(); }
     [[nodiscard]] bool ring_fd_registered() const noexcept { return ring_.ring_fd_registered(); }

@@ -7,9 +7,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <ringo/uring/compat.hpp>
+#include <ringo/uring/epoll_engine.hpp>
 #include <ringo/uring/probe.hpp>
 
 namespace ringo::uring {
@@ -24,8 +26,15 @@ inline constexpr bool poisons_sqes = RINGO_POISON_SQES != 0;
 /// address not canonical, so a field left unset fails loudly.
 inline constexpr unsigned char sqe_poison_byte = 0xA5;
 
+/// What serves a Ring's queues: the kernel's io_uring, or the epoll engine (EpollEngine: the
+/// same queues in user space, served by readiness and a thread pool). `automatic` takes
+/// io_uring when a ring can be set up and epoll otherwise; the environment variable
+/// RINGO_ENGINE=epoll|io_uring overrides it.
+enum class EngineKind : unsigned char { automatic, io_uring, epoll };
+
 /// What to ask io_uring_setup() for. Built by ringo::RuntimeOptions.
 struct RingParams {
+    EngineKind engine = EngineKind::automatic;
     unsigned sq_entries = 256;
     unsigned cq_entries = 0;        ///< 0: the kernel default (2 x sq_entries)
     std::uint32_t flags = 0;        ///< IORING_SETUP_* requested first
@@ -49,8 +58,11 @@ struct RingParams {
 class Ring {
 public:
     /// Sets up the ring. On EINVAL, degrades DEFER_TASKRUN -> COOP_TASKRUN -> no task-run
-    /// flags (and drops SUBMIT_ALL, SINGLE_ISSUER on the last step). Throws std::system_error
-    /// naming the problem when no setup works, std::invalid_argument on bad sizes.
+    /// flags (and drops SUBMIT_ALL, SINGLE_ISSUER on the last step). With EngineKind::epoll,
+    /// or automatic when io_uring cannot be set up at all, the queues are the epoll engine's
+    /// instead (engine(), io_uring_refusal()). Throws std::system_error naming the problem
+    /// when no engine can start (both reasons when automatic), std::invalid_argument on bad
+    /// sizes.
     explicit Ring(const RingParams& params);
     ~Ring();
     Ring(const Ring&) = delete;
@@ -94,8 +106,8 @@ public:
     [[gnu::always_inline]] int submit(unsigned wait_nr, bool get_events) noexcept {
         unsigned tail = ring_.sq.sqe_tail;
         unsigned to_submit = tail - ring_.sq.sqe_head;
-        if (sqpoll_) [[unlikely]]
-            return submit_sqpoll(to_submit, wait_nr, get_events);
+        if (special_submit_) [[unlikely]] // SQPOLL, or the epoll engine
+            return submit_special(to_submit, wait_nr, get_events);
         if (to_submit) {
             ring_.sq.sqe_head = tail;
             __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
@@ -157,7 +169,14 @@ public:
     /// Consumes the CQE at the head of the CQ, whose index is `head` (cq_head()).
     void pop_cqe(unsigned head) noexcept { __atomic_store_n(ring_.cq.khead, head + 1, __ATOMIC_RELEASE); }
 
+    /// The ring's descriptor (-1 on the epoll engine, which has none).
     [[nodiscard]] int fd() const noexcept { return ring_.ring_fd; }
+    /// The engine that serves the queues: EngineKind::io_uring or EngineKind::epoll.
+    [[nodiscard]] EngineKind engine() const noexcept { return emu_ ? EngineKind::epoll : EngineKind::io_uring; }
+    /// Why io_uring is not in use on the epoll engine: the errno io_uring_setup failed with
+    /// (0 when epoll was asked for), and a sentence naming it.
+    [[nodiscard]] int io_uring_refusal() const noexcept { return refusal_errno_; }
+    [[nodiscard]] const std::string& io_uring_refusal_reason() const noexcept { return refusal_; }
     /// The IORING_SETUP_* flags in force after degradation.
     [[nodiscard]] std::uint32_t setup_flags() const noexcept { return flags_; }
     [[nodiscard]] std::uint32_t features() const noexcept { return probe_.features(); }
@@ -178,9 +197,13 @@ public:
 private:
     io_uring ring_{};
     Probe probe_;
+    std::unique_ptr<EpollEngine> emu_; // the epoll engine, when it serves the queues
+    std::string refusal_;
+    int refusal_errno_ = 0;
     std::uint32_t flags_ = 0;
     unsigned sqe_shift_ = 0;
     unsigned cqe_shift_ = 0;
+    bool special_submit_ = false; // sqpoll_ or emu_: submit() goes to submit_special
     bool sqpoll_ = false;
     bool iopoll_ = false;
     bool registered_ = false;
@@ -249,7 +272,12 @@ private:
 #endif
     }
     long sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept;
+    int submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;
     int submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;
+    int submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
+                        const std::uint64_t* timeout_ns) noexcept;
+    void setup_kernel(const RingParams& params);
+    void setup_epoll(const RingParams& params);
     int submit_shortfall(long r, unsigned to_submit) noexcept;
 };
 

@@ -1,0 +1,63 @@
+// ringo/uring/epoll_engine.hpp - the epoll engine: io_uring's submission and completion
+// queues kept in user space and served by readiness (epoll) and a bounded thread pool, for
+// where the kernel refuses io_uring (a container's seccomp profile, kernel.io_uring_disabled,
+// a memlock limit). Internal: a uring::Ring made with Engine::epoll owns one.
+#pragma once
+
+#include <liburing.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <ringo/uring/probe.hpp>
+
+namespace ringo::uring {
+
+/// Executes the SQEs a Ring hands it the way the kernel would, with plain system calls, and
+/// posts their CQEs into a completion queue of the same layout: every operation prepared
+/// for io_uring runs here unchanged, with the same results (a count or value, or -errno) and
+/// the same cancellation (ASYNC_CANCEL: an operation waiting for readiness ends at once with
+/// -ECANCELED; a call already running on the thread pool runs to its end, its buffer still in
+/// use until its CQE). How each opcode runs:
+///   - readiness: sockets (MSG_DONTWAIT) and pipes, eventfds, terminals in non-blocking mode:
+///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (one
+///     edge-triggered epoll registration per descriptor for as long as it is open) and is
+///     tried again. recv, send, recvmsg, sendmsg, accept (and multishot accept), connect,
+///     read, write, readv, writev, poll_add (and multishot poll);
+///   - thread pool: regular files and block devices (read, write, readv, writev, fsync,
+///     fallocate, ftruncate, sync_file_range), descriptors that cannot be read without
+///     blocking, and path calls (openat, openat2, statx, renameat, unlinkat, mkdirat,
+///     symlinkat, linkat);
+///   - at once: nop, close, socket, shutdown, bind, listen, fadvise, epoll_ctl;
+///   - timers: timeout (and timeout_remove / update) in a heap whose nearest deadline is
+///     epoll_wait's timeout; async_cancel and poll_remove;
+///   - everything else (registered files and buffers, provided-buffer selection, multishot
+///     receive, zero-copy send, msg_ring, uring_cmd, futex, splice, ...) is absent from its
+///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
+///     on an older kernel; an SQE that asks for one of them anyway completes with
+///     -EOPNOTSUPP. Linked SQEs (IOSQE_IO_LINK) run one after the other, as the kernel runs
+///     them.
+class EpollEngine {
+public:
+    /// An engine whose queues `ring` then describes (its sq/cq fields point into this
+    /// engine's memory). Throws std::system_error when epoll or its eventfd cannot be made.
+    EpollEngine(unsigned sq_entries, unsigned cq_entries, io_uring& ring);
+    ~EpollEngine();
+    EpollEngine(const EpollEngine&) = delete;
+    EpollEngine& operator=(const EpollEngine&) = delete;
+
+    /// io_uring_enter: takes the `to_submit` SQEs published in the SQ, then, with GETEVENTS,
+    /// waits until `min_complete` CQEs are in the CQ, at most `timeout_ns` when given
+    /// (-ETIME then); -EINTR when a signal interrupted the wait. Returns the SQEs taken.
+    long enter(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) noexcept;
+
+    /// The opcodes this engine runs (for the Ring's probe).
+    void fill_probe(Probe& p) const noexcept;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+} // namespace ringo::uring

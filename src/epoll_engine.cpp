@@ -1,0 +1,1110 @@
+// The epoll engine (uring/epoll_engine.hpp): the SQEs a Ring hands it run as plain system
+// calls, by readiness or on a bounded thread pool, and their results come back as CQEs.
+#include <ringo/uring/epoll_engine.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <mutex>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <ringo/uring/compat.hpp>
+
+namespace ringo::uring {
+
+namespace {
+
+namespace opc = compat::opcode;
+
+// Values of the kernel's ABI that liburing 2.3's headers name under other spellings or lack.
+constexpr std::uint8_t sqe_fixed_file = 1u << 0;
+constexpr std::uint8_t sqe_io_drain = 1u << 1;
+constexpr std::uint8_t sqe_io_link = 1u << 2;
+constexpr std::uint8_t sqe_io_hardlink = 1u << 3;
+constexpr std::uint8_t sqe_buffer_select = 1u << 5;
+constexpr std::uint32_t cqe_f_more = 1u << 1;
+constexpr std::uint16_t accept_multishot = 1u << 0;
+constexpr std::uint16_t recvsend_fixed_buf = 1u << 2;
+constexpr std::uint16_t recv_multishot = 1u << 1;
+constexpr std::uint16_t recvsend_bundle = 1u << 4;
+constexpr std::uint32_t poll_add_multi = 1u << 0;
+constexpr std::uint32_t timeout_abs = 1u << 0;
+constexpr std::uint32_t timeout_update = 1u << 1;
+constexpr std::uint32_t timeout_realtime = 1u << 3;
+constexpr std::uint32_t cancel_all = 1u << 0;
+constexpr std::uint32_t cancel_fd = 1u << 1;
+constexpr std::uint32_t cancel_any = 1u << 2;
+constexpr std::uint32_t fsync_datasync = 1u << 0;
+constexpr unsigned enter_getevents = 1u << 0;
+
+std::uint64_t mono_ns() noexcept {
+    timespec ts;
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+int sys(long r) noexcept { return r < 0 ? -errno : static_cast<int>(r); }
+
+// A call handed to the pool.
+struct Job {
+    Job* next = nullptr;
+    void (*run)(Job*) noexcept = nullptr;
+};
+
+// The bounded pool of threads that make blocking calls for every epoll engine of the
+// process. Threads start when calls wait and none is idle, up to `max_threads`; they live as
+// long as the process (a call that never returns, a read of a terminal, holds its thread, not
+// the engine's).
+class BlockingCalls {
+public:
+    static BlockingCalls& get() {
+        static BlockingCalls* p = new BlockingCalls; // never destroyed: its threads outlive main
+        return *p;
+    }
+    void submit(Job* j) {
+        std::unique_lock lk(m_);
+        if (tail_)
+            tail_->next = j;
+        else
+            head_ = j;
+        tail_ = j;
+        j->next = nullptr;
+        if (idle_ > 0) {
+            cv_.notify_one();
+            return;
+        }
+        if (threads_ < max_threads) {
+            ++threads_;
+            try {
+                std::thread([this] { work(); }).detach();
+            } catch (...) {
+                --threads_;
+                if (threads_ == 0)
+                    throw;
+            }
+        }
+    }
+
+private:
+    static constexpr unsigned max_threads = 64;
+    void work() {
+        std::unique_lock lk(m_);
+        for (;;) {
+            while (!head_) {
+                ++idle_;
+                cv_.wait(lk);
+                --idle_;
+            }
+            Job* j = head_;
+            head_ = j->next;
+            if (!head_)
+                tail_ = nullptr;
+            lk.unlock();
+            j->run(j);
+            lk.lock();
+        }
+    }
+    std::mutex m_;
+    std::condition_variable cv_;
+    Job* head_ = nullptr;
+    Job* tail_ = nullptr;
+    unsigned threads_ = 0;
+    unsigned idle_ = 0;
+};
+
+} // namespace
+
+struct EpollEngine::Impl {
+    // How an operation runs on its descriptor.
+    enum class Kind : unsigned char { unknown, socket, nonblocking, nowait, blocking };
+    enum class State : unsigned char { free, held, reading, writing, polling, timer, pool, done };
+
+    struct Pending : Job {
+        io_uring_sqe sqe;
+        Impl* eng = nullptr;
+        Pending* all_prev = nullptr; // every operation in flight (for cancellation)
+        Pending* all_next = nullptr;
+        Pending* w_prev = nullptr; // the waiters of one descriptor, or the free list
+        Pending* w_next = nullptr;
+        Pending* chain = nullptr; // the next SQE of a link, held until this one ends
+        std::uint64_t deadline = 0;
+        std::size_t heap_index = static_cast<std::size_t>(-1);
+        int res = 0;
+        int fd = -1;
+        State state = State::free;
+        bool cancelled = false;
+        bool connecting = false; // a connect that got EINPROGRESS: the next step reads SO_ERROR
+    };
+    struct FdState {
+        Kind kind = Kind::unknown;
+        bool registered = false;
+        Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
+        Pending* writers = nullptr;
+        Pending* pollers = nullptr;
+    };
+
+    io_uring& ring;
+    // The queues, in the layout of the kernel's.
+    std::vector<io_uring_sqe> sqes;
+    std::vector<io_uring_cqe> cqes;
+    unsigned sq_head = 0, sq_tail = 0, sq_flags = 0, sq_dropped = 0;
+    unsigned cq_head = 0, cq_tail = 0, cq_flags = 0, cq_overflow = 0;
+    std::vector<unsigned> sq_array;
+    std::deque<io_uring_cqe> overflow;
+
+    int epfd = -1;
+    int wake_fd = -1; // the pool's completions wake the wait through it
+    std::vector<FdState> fds;
+    std::vector<Pending*> heap; // timers
+    Pending* all = nullptr;
+    Pending* free_list = nullptr;
+    std::vector<std::unique_ptr<Pending[]>> chunks;
+    Pending* link_tail = nullptr; // the last SQE of a link being submitted
+
+    // Completions the pool posts (any thread).
+    std::mutex done_m;
+    std::condition_variable done_cv;
+    Pending* done_head = nullptr;
+    unsigned on_pool = 0; // guarded by done_m
+
+    Impl(unsigned sq_entries, unsigned cq_entries, io_uring& r) : ring(r) {
+        epfd = ::epoll_create1(EPOLL_CLOEXEC);
+        if (epfd < 0)
+            throw std::system_error(errno, std::generic_category(), "ringo: epoll engine: epoll_create1");
+        wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        if (wake_fd < 0) {
+            int e = errno;
+            ::close(epfd);
+            throw std::system_error(e, std::generic_category(), "ringo: epoll engine: eventfd");
+        }
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = -1;
+        if (::epoll_ctl(epfd, EPOLL_CTL_ADD, wake_fd, &ev) < 0) {
+            int e = errno;
+            ::close(wake_fd);
+            ::close(epfd);
+            throw std::system_error(e, std::generic_category(), "ringo: epoll engine: epoll_ctl");
+        }
+        sqes.resize(sq_entries);
+        cqes.resize(cq_entries);
+        sq_array.resize(sq_entries);
+        for (unsigned i = 0; i < sq_entries; ++i)
+            sq_array[i] = i;
+        std::memset(&ring, 0, sizeof ring);
+        ring.sq.khead = &sq_head;
+        ring.sq.ktail = &sq_tail;
+        ring.sq.kring_mask = nullptr;
+        ring.sq.kflags = &sq_flags;
+        ring.sq.kdropped = &sq_dropped;
+        ring.sq.array = sq_array.data();
+        ring.sq.sqes = sqes.data();
+        ring.sq.ring_mask = sq_entries - 1;
+        ring.sq.ring_entries = sq_entries;
+        ring.cq.khead = &cq_head;
+        ring.cq.ktail = &cq_tail;
+        ring.cq.kflags = &cq_flags;
+        ring.cq.koverflow = &cq_overflow;
+        ring.cq.cqes = cqes.data();
+        ring.cq.ring_mask = cq_entries - 1;
+        ring.cq.ring_entries = cq_entries;
+        ring.ring_fd = -1;
+        ring.enter_ring_fd = -1;
+    }
+
+    ~Impl() {
+        // Calls still running on the pool write into their operation's buffers and post
+        // into this engine: wait for them (the runtime has cancelled everything else).
+        {
+            std::unique_lock lk(done_m);
+            done_cv.wait(lk, [this] { return on_pool == 0; });
+        }
+        ::close(wake_fd);
+        ::close(epfd);
+    }
+
+    // ------------------------------------------------------------------ records
+
+    Pending* make() {
+        if (!free_list) {
+            constexpr std::size_t n = 64;
+            chunks.emplace_back(new Pending[n]);
+            Pending* c = chunks.back().get();
+            for (std::size_t i = 0; i < n; ++i) {
+                c[i].w_next = free_list;
+                free_list = &c[i];
+            }
+        }
+        Pending* p = free_list;
+        free_list = p->w_next;
+        p->w_next = p->w_prev = nullptr;
+        p->chain = nullptr;
+        p->all_prev = nullptr;
+        p->all_next = all;
+        if (all)
+            all->all_prev = p;
+        all = p;
+        p->eng = this;
+        p->cancelled = false;
+        p->connecting = false;
+        p->heap_index = static_cast<std::size_t>(-1);
+        p->res = 0;
+        return p;
+    }
+    void release(Pending* p) noexcept {
+        if (p->all_prev)
+            p->all_prev->all_next = p->all_next;
+        else
+            all = p->all_next;
+        if (p->all_next)
+            p->all_next->all_prev = p->all_prev;
+        p->state = State::free;
+        p->w_next = free_list;
+        free_list = p;
+    }
+
+    // ------------------------------------------------------------------ completions
+
+    [[nodiscard]] unsigned cq_ready() const noexcept { return cq_tail - __atomic_load_n(&cq_head, __ATOMIC_ACQUIRE); }
+
+    void post(std::uint64_t ud, int res, std::uint32_t flags) {
+        if (!overflow.empty() || cq_ready() >= cqes.size()) {
+            overflow.push_back(io_uring_cqe{ud, res, flags});
+            sq_flags |= compat::sq_cq_overflow;
+            return;
+        }
+        io_uring_cqe& c = cqes[cq_tail & (cqes.size() - 1)];
+        c.user_data = ud;
+        c.res = res;
+        c.flags = flags;
+        __atomic_store_n(&cq_tail, cq_tail + 1, __ATOMIC_RELEASE);
+    }
+    void flush_overflow() {
+        while (!overflow.empty() && cq_ready() < cqes.size()) {
+            io_uring_cqe c = overflow.front();
+            overflow.pop_front();
+            cqes[cq_tail & (cqes.size() - 1)] = c;
+            __atomic_store_n(&cq_tail, cq_tail + 1, __ATOMIC_RELEASE);
+        }
+        if (overflow.empty())
+            sq_flags &= ~compat::sq_cq_overflow;
+    }
+
+    // The operation ended with `res`: its CQE, then what its link does.
+    void finish(Pending* p, int res) {
+        post(p->sqe.user_data, res, 0);
+        Pending* next = p->chain;
+        const bool broke = res < 0 && !(p->sqe.flags & sqe_io_hardlink);
+        release(p);
+        if (next) {
+            if (broke)
+                cancel_chain(next);
+            else
+                start(next);
+        }
+    }
+    void cancel_chain(Pending* p) {
+        while (p) {
+            Pending* n = p->chain;
+            post(p->sqe.user_data, -ECANCELED, 0);
+            release(p);
+            p = n;
+        }
+    }
+
+    // ------------------------------------------------------------------ descriptors
+
+    FdState& fd_state(int fd) {
+        if (static_cast<std::size_t>(fd) >= fds.size())
+            fds.resize(std::max<std::size_t>(static_cast<std::size_t>(fd) + 1, fds.size() * 2));
+        return fds[static_cast<std::size_t>(fd)];
+    }
+    Kind kind_of(int fd) {
+        FdState& s = fd_state(fd);
+        if (s.kind != Kind::unknown)
+            return s.kind;
+        struct stat st;
+        if (::fstat(fd, &st) < 0)
+            return Kind::unknown; // EBADF: the call itself says so
+        if (S_ISSOCK(st.st_mode))
+            s.kind = Kind::socket;
+        else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode))
+            s.kind = Kind::blocking;
+        else if (::fcntl(fd, F_GETFL) & O_NONBLOCK)
+            s.kind = Kind::nonblocking;
+        else
+            s.kind = Kind::nowait; // tried with RWF_NOWAIT; -EOPNOTSUPP makes it blocking
+        return s.kind;
+    }
+    // One edge-triggered registration per descriptor while it is open.
+    int watch(int fd) {
+        FdState& s = fd_state(fd);
+        if (s.registered)
+            return 0;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+        ev.data.fd = fd;
+        if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+            if (errno != EEXIST)
+                return -errno;
+            if (::epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+                return -errno;
+        }
+        s.registered = true;
+        return 0;
+    }
+    // A descriptor closed through the engine: forget it (its registration went with it), and
+    // end what still waited on it.
+    void forget(int fd) {
+        if (fd < 0 || static_cast<std::size_t>(fd) >= fds.size())
+            return;
+        FdState& s = fds[static_cast<std::size_t>(fd)];
+        for (Pending** list : {&s.readers, &s.writers, &s.pollers})
+            while (Pending* p = *list) {
+                unlink_waiter(*list, p);
+                finish(p, -EBADF);
+            }
+        s = FdState{};
+    }
+    static void push_waiter(Pending*& head, Pending* p) noexcept {
+        if (!head) {
+            head = p;
+            p->w_prev = p;
+            p->w_next = nullptr;
+            return;
+        }
+        Pending* tail = head->w_prev;
+        tail->w_next = p;
+        p->w_prev = tail;
+        p->w_next = nullptr;
+        head->w_prev = p;
+    }
+    static void unlink_waiter(Pending*& head, Pending* p) noexcept {
+        if (p == head) {
+            head = p->w_next;
+            if (head)
+                head->w_prev = p->w_prev;
+        } else {
+            p->w_prev->w_next = p->w_next;
+            if (p->w_next)
+                p->w_next->w_prev = p->w_prev;
+            else
+                head->w_prev = p->w_prev;
+        }
+        p->w_next = p->w_prev = nullptr;
+    }
+    Pending*& list_of(Pending* p) {
+        FdState& s = fd_state(p->fd);
+        return p->state == State::reading ? s.readers : p->state == State::writing ? s.writers : s.pollers;
+    }
+
+    // ------------------------------------------------------------------ timers
+
+    void heap_swap(std::size_t a, std::size_t b) noexcept {
+        std::swap(heap[a], heap[b]);
+        heap[a]->heap_index = a;
+        heap[b]->heap_index = b;
+    }
+    void heap_up(std::size_t i) noexcept {
+        while (i > 0) {
+            std::size_t parent = (i - 1) / 2;
+            if (heap[parent]->deadline <= heap[i]->deadline)
+                break;
+            heap_swap(i, parent);
+            i = parent;
+        }
+    }
+    void heap_down(std::size_t i) noexcept {
+        for (;;) {
+            std::size_t l = 2 * i + 1, r = l + 1, m = i;
+            if (l < heap.size() && heap[l]->deadline < heap[m]->deadline)
+                m = l;
+            if (r < heap.size() && heap[r]->deadline < heap[m]->deadline)
+                m = r;
+            if (m == i)
+                return;
+            heap_swap(i, m);
+            i = m;
+        }
+    }
+    void heap_push(Pending* p) {
+        p->heap_index = heap.size();
+        heap.push_back(p);
+        heap_up(p->heap_index);
+    }
+    void heap_remove(Pending* p) noexcept {
+        std::size_t i = p->heap_index;
+        std::size_t last = heap.size() - 1;
+        if (i != last) {
+            heap_swap(i, last);
+            heap.pop_back();
+            heap_down(i);
+            heap_up(i);
+        } else {
+            heap.pop_back();
+        }
+        p->heap_index = static_cast<std::size_t>(-1);
+    }
+    static std::uint64_t deadline_of(const void* tsp, std::uint32_t flags) noexcept {
+        __kernel_timespec ts{};
+        if (tsp)
+            std::memcpy(&ts, tsp, sizeof ts);
+        if (ts.tv_sec < 0 || ts.tv_nsec < 0)
+            return 0;
+        auto ns = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+        if (!(flags & timeout_abs))
+            return mono_ns() + ns;
+        if (flags & timeout_realtime) {
+            timespec rt;
+            ::clock_gettime(CLOCK_REALTIME, &rt);
+            auto now_rt =
+                static_cast<std::uint64_t>(rt.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(rt.tv_nsec);
+            return ns > now_rt ? mono_ns() + (ns - now_rt) : 0;
+        }
+        return ns; // CLOCK_MONOTONIC (a boottime deadline is read as monotonic)
+    }
+    void fire_timers() {
+        if (heap.empty())
+            return;
+        std::uint64_t now = mono_ns();
+        while (!heap.empty() && heap.front()->deadline <= now) {
+            Pending* p = heap.front();
+            heap_remove(p);
+            finish(p, -ETIME);
+        }
+    }
+
+    // ------------------------------------------------------------------ the pool
+
+    static void run_on_pool(Job* j) noexcept {
+        auto* p = static_cast<Pending*>(j);
+        p->res = blocking_call(p->sqe);
+        Impl* e = p->eng;
+        std::lock_guard lk(e->done_m);
+        p->w_next = e->done_head;
+        e->done_head = p;
+        std::uint64_t one = 1;
+        (void)!::write(e->wake_fd, &one, sizeof one);
+        if (--e->on_pool == 0)
+            e->done_cv.notify_all();
+    }
+    void to_pool(Pending* p) {
+        p->state = State::pool;
+        p->run = &run_on_pool;
+        {
+            std::lock_guard lk(done_m);
+            ++on_pool;
+        }
+        try {
+            BlockingCalls::get().submit(p);
+        } catch (...) {
+            std::lock_guard lk(done_m);
+            --on_pool;
+            throw;
+        }
+    }
+    void take_pool_results() {
+        Pending* list;
+        {
+            std::lock_guard lk(done_m);
+            list = done_head;
+            done_head = nullptr;
+        }
+        // The list is newest first: post in the order the calls ended.
+        Pending* rev = nullptr;
+        while (list) {
+            Pending* n = list->w_next;
+            list->w_next = rev;
+            rev = list;
+            list = n;
+        }
+        while (rev) {
+            Pending* n = rev->w_next;
+            rev->w_next = nullptr;
+            if (rev->sqe.opcode == opc::close)
+                forget(rev->fd);
+            finish(rev, rev->res);
+            rev = n;
+        }
+    }
+
+    // The call of an SQE that may block, made on a pool thread.
+    static int blocking_call(const io_uring_sqe& s) noexcept {
+        const int fd = s.fd;
+        const auto off = static_cast<off_t>(s.off);
+        void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
+        const bool cur = s.off == ~std::uint64_t{0};
+        switch (s.opcode) {
+        case opc::read: return cur ? sys(::read(fd, addr, s.len)) : sys(::pread(fd, addr, s.len, off));
+        case opc::write: return cur ? sys(::write(fd, addr, s.len)) : sys(::pwrite(fd, addr, s.len, off));
+        case opc::readv:
+            return sys(::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), cur ? -1 : off,
+                                 static_cast<int>(s.rw_flags)));
+        case opc::writev:
+            return sys(::pwritev2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), cur ? -1 : off,
+                                  static_cast<int>(s.rw_flags)));
+        case opc::fsync: return sys((s.fsync_flags & fsync_datasync) ? ::fdatasync(fd) : ::fsync(fd));
+        case opc::sync_file_range: return sys(::sync_file_range(fd, off, s.len, s.sync_range_flags));
+        case opc::fallocate: return sys(::fallocate(fd, static_cast<int>(s.len), off, static_cast<off_t>(s.addr)));
+        case opc::ftruncate: return sys(::ftruncate(fd, off));
+        case opc::openat:
+            return sys(::openat(fd, static_cast<const char*>(addr), static_cast<int>(s.open_flags),
+                                static_cast<mode_t>(s.len)));
+        case opc::openat2:
+            return sys(::syscall(SYS_openat2, fd, addr, reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.off)),
+                                 static_cast<std::size_t>(s.len)));
+        case opc::statx:
+            return sys(::statx(fd, static_cast<const char*>(addr), static_cast<int>(s.statx_flags), s.len,
+                               reinterpret_cast<struct statx*>(static_cast<std::uintptr_t>(s.off))));
+        case opc::renameat:
+            return sys(::renameat2(fd, static_cast<const char*>(addr), static_cast<int>(s.len),
+                                   reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.off)), s.rename_flags));
+        case opc::unlinkat:
+            return sys(::unlinkat(fd, static_cast<const char*>(addr), static_cast<int>(s.unlink_flags)));
+        case opc::mkdirat: return sys(::mkdirat(fd, static_cast<const char*>(addr), static_cast<mode_t>(s.len)));
+        case opc::symlinkat:
+            return sys(::symlinkat(static_cast<const char*>(addr), fd,
+                                   reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.off))));
+        case opc::linkat:
+            return sys(::linkat(fd, static_cast<const char*>(addr), static_cast<int>(s.len),
+                                reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.off)),
+                                static_cast<int>(s.hardlink_flags)));
+        case opc::close: return sys(::close(fd));
+        default: return -EOPNOTSUPP;
+        }
+    }
+
+    // ------------------------------------------------------------------ readiness
+
+    // Tries the call of a readiness operation without blocking: its result, or -EAGAIN.
+    int try_call(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        const int fd = s.fd;
+        void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
+        const bool nowait = fd_state(fd).kind == Kind::nowait;
+        switch (s.opcode) {
+        case opc::recv: return sys(::recv(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        case opc::send: {
+            std::uint16_t alen;
+            std::memcpy(&alen, reinterpret_cast<const char*>(&s) + 44, sizeof alen);
+            auto* dest = reinterpret_cast<const sockaddr*>(static_cast<std::uintptr_t>(s.off));
+            return sys(::sendto(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT, dest, dest ? alen : 0));
+        }
+        case opc::recvmsg:
+            return sys(::recvmsg(fd, static_cast<msghdr*>(addr), static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        case opc::sendmsg:
+            return sys(::sendmsg(fd, static_cast<const msghdr*>(addr), static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        case opc::accept:
+            return sys(::accept4(fd, static_cast<sockaddr*>(addr),
+                                 reinterpret_cast<socklen_t*>(static_cast<std::uintptr_t>(s.off)),
+                                 static_cast<int>(s.accept_flags)));
+        case opc::connect: {
+            if (p->connecting) {
+                int err = 0;
+                socklen_t len = sizeof err;
+                if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                    return -errno;
+                if (err == 0) {
+                    // Writable with no error can also mean "not yet": ask the socket.
+                    sockaddr_storage peer;
+                    socklen_t pl = sizeof peer;
+                    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &pl) < 0)
+                        return errno == ENOTCONN ? -EAGAIN : -errno;
+                }
+                return -err;
+            }
+            int r = sys(::connect(fd, static_cast<const sockaddr*>(addr), static_cast<socklen_t>(s.off)));
+            if (r == -EINPROGRESS || r == -EAGAIN) {
+                p->connecting = true;
+                return -EAGAIN;
+            }
+            return r;
+        }
+        case opc::read:
+            if (nowait) {
+                iovec v{addr, s.len};
+                return sys(::preadv2(fd, &v, 1, -1, RWF_NOWAIT));
+            }
+            return sys(::read(fd, addr, s.len));
+        case opc::write:
+            if (nowait) {
+                iovec v{addr, s.len};
+                return sys(::pwritev2(fd, &v, 1, -1, RWF_NOWAIT));
+            }
+            return sys(::write(fd, addr, s.len));
+        case opc::readv:
+            return sys(
+                ::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), -1, nowait ? RWF_NOWAIT : 0));
+        case opc::writev:
+            return sys(
+                ::pwritev2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), -1, nowait ? RWF_NOWAIT : 0));
+        case opc::poll_add: {
+            pollfd pf{fd, static_cast<short>(s.poll32_events & 0xffff), 0};
+            int r = ::poll(&pf, 1, 0);
+            if (r < 0)
+                return -errno;
+            return r == 0 ? -EAGAIN : (pf.revents & (pf.events | POLLERR | POLLHUP | POLLNVAL));
+        }
+        default: return -EOPNOTSUPP;
+        }
+    }
+    static bool multishot(const io_uring_sqe& s) noexcept {
+        return (s.opcode == opc::accept && (s.ioprio & accept_multishot)) ||
+               (s.opcode == opc::poll_add && (s.len & poll_add_multi));
+    }
+    static bool is_write(std::uint8_t op) noexcept {
+        return op == opc::send || op == opc::sendmsg || op == opc::connect || op == opc::write || op == opc::writev;
+    }
+
+    // Runs a waiter's call; true when it is done (removed from its list), false when it waits on.
+    bool retry(Pending* p) {
+        for (;;) {
+            int r = try_call(p);
+            if (r == -EAGAIN)
+                return false;
+            if (r == -EOPNOTSUPP && fd_state(p->fd).kind == Kind::nowait &&
+                (p->sqe.opcode == opc::read || p->sqe.opcode == opc::write || p->sqe.opcode == opc::readv ||
+                 p->sqe.opcode == opc::writev)) {
+                // This descriptor cannot be read or written without blocking (no RWF_NOWAIT):
+                // its calls go to the pool from now on.
+                fd_state(p->fd).kind = Kind::blocking;
+                unlink_waiter(list_of(p), p);
+                to_pool(p);
+                return true;
+            }
+            if (multishot(p->sqe) && r >= 0) {
+                post(p->sqe.user_data, r, cqe_f_more);
+                if (p->sqe.opcode == opc::poll_add)
+                    return false; // the next edge reports again
+                continue;         // the next connection, if one waits
+            }
+            unlink_waiter(list_of(p), p);
+            finish(p, r);
+            return true;
+        }
+    }
+    void wait_ready(Pending* p, State st) {
+        p->state = st;
+        FdState& s = fd_state(p->fd);
+        push_waiter(st == State::reading ? s.readers : st == State::writing ? s.writers : s.pollers, p);
+        int r = watch(p->fd);
+        if (r < 0) {
+            unlink_waiter(list_of(p), p);
+            finish(p, r);
+            return;
+        }
+        (void)retry(p); // an edge may have come before the registration
+    }
+    void on_event(int fd, std::uint32_t ev) {
+        if (static_cast<std::size_t>(fd) >= fds.size())
+            return;
+        const bool in = ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+        const bool out = ev & (EPOLLOUT | EPOLLHUP | EPOLLERR);
+        if (in)
+            while (Pending* p = fds[static_cast<std::size_t>(fd)].readers)
+                if (!retry(p))
+                    break;
+        if (out)
+            while (Pending* p = fds[static_cast<std::size_t>(fd)].writers)
+                if (!retry(p))
+                    break;
+        // Pollers: each looks at the descriptor itself.
+        Pending* p = fds.size() > static_cast<std::size_t>(fd) ? fds[static_cast<std::size_t>(fd)].pollers : nullptr;
+        while (p) {
+            Pending* n = p->w_next;
+            (void)retry(p);
+            p = n;
+        }
+    }
+
+    // ------------------------------------------------------------------ submission
+
+    // Ends an operation that is in flight with -ECANCELED (a call on the pool runs to its
+    // end: -EALREADY). Returns the cancel request's result for it.
+    int cancel_one(Pending* p) {
+        switch (p->state) {
+        case State::reading:
+        case State::writing:
+        case State::polling:
+            unlink_waiter(list_of(p), p);
+            finish(p, -ECANCELED);
+            return 0;
+        case State::timer:
+            heap_remove(p);
+            finish(p, -ECANCELED);
+            return 0;
+        case State::pool: p->cancelled = true; return -EALREADY;
+        default: return -ENOENT;
+        }
+    }
+    int cancel(const io_uring_sqe& s, Pending* self) {
+        const std::uint32_t fl = s.cancel_flags;
+        const bool many = fl & (cancel_all | cancel_any);
+        // What matches first, then each ended: ending one can start another (the next SQE of
+        // its link), which is not among them.
+        std::vector<Pending*> hit;
+        for (Pending* p = all; p; p = p->all_next) {
+            if (p == self || p->state == State::held || p->state == State::free)
+                continue;
+            const bool match = (fl & cancel_any) || ((fl & cancel_fd) ? p->fd == s.fd && p->sqe.opcode != opc::timeout
+                                                                      : p->sqe.user_data == s.addr);
+            if (match) {
+                hit.push_back(p);
+                if (!many)
+                    break;
+            }
+        }
+        int last = -ENOENT;
+        for (Pending* p : hit)
+            last = cancel_one(p);
+        if (many)
+            return hit.empty() ? -ENOENT : static_cast<int>(hit.size());
+        return last;
+    }
+
+    Pending* find_in_flight(std::uint64_t ud, std::uint8_t opcode) {
+        for (Pending* p = all; p; p = p->all_next)
+            if (p->sqe.user_data == ud && p->sqe.opcode == opcode && p->state != State::held && p->state != State::free)
+                return p;
+        return nullptr;
+    }
+
+    // Starts one SQE (held ones of a link start when their predecessor ends).
+    void start(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        p->fd = s.fd;
+        if (s.flags & (sqe_fixed_file | sqe_buffer_select)) {
+            finish(p, -EOPNOTSUPP); // registered files and provided buffers live in a kernel ring
+            return;
+        }
+        switch (s.opcode) {
+        case opc::nop: finish(p, 0); return;
+        case opc::close:
+            if (s.file_index) {
+                finish(p, -EOPNOTSUPP);
+                return;
+            }
+            {
+                int r = sys(::close(s.fd));
+                forget(s.fd);
+                finish(p, r);
+            }
+            return;
+        case opc::socket:
+            if (s.file_index) {
+                finish(p, -EOPNOTSUPP);
+                return;
+            }
+            finish(p, sys(::socket(s.fd, static_cast<int>(s.off), static_cast<int>(s.len))));
+            return;
+        case opc::shutdown: finish(p, sys(::shutdown(s.fd, static_cast<int>(s.len)))); return;
+        case opc::bind:
+            finish(p, sys(::bind(s.fd, reinterpret_cast<const sockaddr*>(static_cast<std::uintptr_t>(s.addr)),
+                                 static_cast<socklen_t>(s.off))));
+            return;
+        case opc::listen: finish(p, sys(::listen(s.fd, static_cast<int>(s.len)))); return;
+        case opc::fadvise:
+            finish(p, -::posix_fadvise(s.fd, static_cast<off_t>(s.off), static_cast<off_t>(s.len),
+                                       static_cast<int>(s.fadvise_advice)));
+            return;
+        case opc::epoll_ctl:
+            finish(p, sys(::epoll_ctl(s.fd, static_cast<int>(s.len), static_cast<int>(s.off),
+                                      reinterpret_cast<epoll_event*>(static_cast<std::uintptr_t>(s.addr)))));
+            return;
+        case opc::timeout:
+            if (s.timeout_flags & ~(timeout_abs | timeout_realtime | (1u << 2) | (1u << 5))) {
+                finish(p, -EINVAL); // multishot timeouts and the like
+                return;
+            }
+            p->deadline =
+                deadline_of(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.addr)), s.timeout_flags);
+            p->state = State::timer;
+            heap_push(p);
+            return;
+        case opc::timeout_remove: {
+            Pending* t = find_in_flight(s.addr, opc::timeout);
+            if (!t || t->state != State::timer) {
+                finish(p, -ENOENT);
+                return;
+            }
+            if (s.timeout_flags & timeout_update) {
+                heap_remove(t);
+                t->deadline =
+                    deadline_of(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.off)), s.timeout_flags);
+                heap_push(t);
+            } else {
+                heap_remove(t);
+                finish(t, -ECANCELED);
+            }
+            finish(p, 0);
+            return;
+        }
+        case opc::poll_remove: {
+            Pending* t = find_in_flight(s.addr, opc::poll_add);
+            if (!t) {
+                finish(p, -ENOENT);
+                return;
+            }
+            (void)cancel_one(t);
+            finish(p, 0);
+            return;
+        }
+        case opc::async_cancel: {
+            int r = cancel(s, p);
+            finish(p, r);
+            return;
+        }
+        case opc::recv:
+        case opc::send:
+        case opc::recvmsg:
+        case opc::sendmsg:
+            if (s.ioprio & (recvsend_fixed_buf | recv_multishot | recvsend_bundle)) {
+                finish(p, -EOPNOTSUPP);
+                return;
+            }
+            break;
+        case opc::accept:
+            if (s.file_index) {
+                finish(p, -EOPNOTSUPP);
+                return;
+            }
+            break;
+        case opc::connect:
+        case opc::poll_add: break;
+        case opc::read:
+        case opc::write:
+        case opc::readv:
+        case opc::writev: break;
+        case opc::fsync:
+        case opc::sync_file_range:
+        case opc::fallocate:
+        case opc::ftruncate:
+        case opc::statx:
+        case opc::renameat:
+        case opc::unlinkat:
+        case opc::mkdirat:
+        case opc::symlinkat:
+        case opc::linkat: to_pool(p); return;
+        case opc::openat:
+        case opc::openat2:
+            if (s.file_index) {
+                finish(p, -EOPNOTSUPP);
+                return;
+            }
+            to_pool(p);
+            return;
+        default: finish(p, -EOPNOTSUPP); return;
+        }
+        // A call on a descriptor: by readiness, or on the pool for files.
+        Kind k = kind_of(s.fd);
+        if (k == Kind::unknown) {
+            finish(p, -EBADF);
+            return;
+        }
+        if (k == Kind::blocking) {
+            if (s.opcode == opc::poll_add) { // files are always ready
+                finish(p, static_cast<int>(s.poll32_events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)));
+                return;
+            }
+            if (s.opcode == opc::accept || s.opcode == opc::connect || s.opcode == opc::recv || s.opcode == opc::send ||
+                s.opcode == opc::recvmsg || s.opcode == opc::sendmsg) {
+                finish(p, -ENOTSOCK);
+                return;
+            }
+            to_pool(p);
+            return;
+        }
+        if (k == Kind::socket && (s.opcode == opc::accept || s.opcode == opc::connect)) {
+            // accept4 and connect wait unless the socket itself is non-blocking.
+            int fl = ::fcntl(s.fd, F_GETFL);
+            if (fl >= 0 && !(fl & O_NONBLOCK))
+                (void)::fcntl(s.fd, F_SETFL, fl | O_NONBLOCK);
+        }
+        const State st = s.opcode == opc::poll_add ? State::polling
+                         : is_write(s.opcode)      ? State::writing
+                                                   : State::reading;
+        // First try at once: most calls on a socket or pipe find data or room.
+        p->state = st;
+        int r = try_call(p);
+        if (r == -EAGAIN) {
+            wait_ready(p, st);
+            return;
+        }
+        if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add) {
+            fd_state(s.fd).kind = Kind::blocking;
+            to_pool(p);
+            return;
+        }
+        if (multishot(s) && r >= 0) {
+            post(s.user_data, r, cqe_f_more);
+            wait_ready(p, st);
+            return;
+        }
+        finish(p, r);
+    }
+
+    void submit(unsigned n) {
+        for (unsigned i = 0; i < n; ++i) {
+            const io_uring_sqe& s = sqes[sq_head & (sqes.size() - 1)];
+            __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
+            Pending* p = make();
+            p->sqe = s;
+            p->state = State::held;
+            const bool links = s.flags & (sqe_io_link | sqe_io_hardlink);
+            if (link_tail) {
+                link_tail->chain = p; // starts when its predecessor ends
+                link_tail = links ? p : nullptr;
+                continue;
+            }
+            link_tail = links ? p : nullptr;
+            start(p);
+        }
+    }
+
+    // ------------------------------------------------------------------ waiting
+
+    // One pass over the descriptors that became ready, waiting up to `timeout_ms` (-1:
+    // without limit). -EINTR when a signal came.
+    int poll_events(int timeout_ms) {
+        epoll_event evs[64];
+        int n = ::epoll_wait(epfd, evs, 64, timeout_ms);
+        if (n < 0)
+            return -errno;
+        for (int i = 0; i < n; ++i) {
+            if (evs[i].data.fd < 0) {
+                std::uint64_t v;
+                (void)!::read(wake_fd, &v, sizeof v);
+                take_pool_results();
+            } else {
+                on_event(evs[i].data.fd, evs[i].events);
+            }
+        }
+        return n;
+    }
+
+    long enter(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) {
+        const std::uint64_t start_ns = timeout_ns ? mono_ns() : 0;
+        const unsigned n = std::min(to_submit, sq_tail - sq_head);
+        submit(n);
+        flush_overflow();
+        if (!(flags & enter_getevents))
+            return n;
+        take_pool_results();
+        fire_timers();
+        // Completions that came at once must not keep the descriptors that wait from being
+        // looked at: every 16th enter that would not wait looks anyway (without waiting).
+        if (min_complete == 0 || cq_ready() >= min_complete) {
+            if (min_complete == 0 || ++quick_enters_ % 16 == 0) {
+                int r = poll_events(0);
+                if (r == -EINTR)
+                    return -EINTR;
+                fire_timers();
+                flush_overflow();
+            }
+            return n;
+        }
+        for (;;) {
+            flush_overflow();
+            if (cq_ready() >= min_complete)
+                return n;
+            // How long the wait may last: the caller's timeout and the nearest timer.
+            long long wait_ns = -1;
+            if (timeout_ns) {
+                std::uint64_t now = mono_ns();
+                std::uint64_t end = start_ns + *timeout_ns;
+                if (now >= end)
+                    return -ETIME;
+                wait_ns = static_cast<long long>(end - now);
+            }
+            if (!heap.empty()) {
+                std::uint64_t now = mono_ns();
+                long long t = heap.front()->deadline > now ? static_cast<long long>(heap.front()->deadline - now) : 0;
+                if (wait_ns < 0 || t < wait_ns)
+                    wait_ns = t;
+            }
+            int ms = wait_ns < 0 ? -1 : static_cast<int>(std::min<long long>((wait_ns + 999'999) / 1'000'000, 1 << 30));
+            int r = poll_events(ms);
+            if (r == -EINTR)
+                return -EINTR;
+            fire_timers();
+        }
+    }
+    unsigned quick_enters_ = 0;
+};
+
+EpollEngine::EpollEngine(unsigned sq_entries, unsigned cq_entries, io_uring& ring)
+    : impl_(std::make_unique<Impl>(sq_entries, cq_entries, ring)) {}
+
+EpollEngine::~EpollEngine() = default;
+
+long EpollEngine::enter(unsigned to_submit, unsigned min_complete, unsigned flags,
+                        const std::uint64_t* timeout_ns) noexcept {
+    try {
+        return impl_->enter(to_submit, min_complete, flags, timeout_ns);
+    } catch (const std::bad_alloc&) {
+        return -ENOMEM;
+    } catch (const std::system_error& e) {
+        return -e.code().value();
+    } catch (...) {
+        return -ENOMEM;
+    }
+}
+
+void EpollEngine::fill_probe(Probe& p) const noexcept {
+    p.reset(opc::known_last, 0);
+    for (std::uint8_t op : {opc::nop,
+                            opc::readv,
+                            opc::writev,
+                            opc::fsync,
+                            opc::poll_add,
+                            opc::poll_remove,
+                            opc::sync_file_range,
+                            opc::sendmsg,
+                            opc::recvmsg,
+                            opc::timeout,
+                            opc::timeout_remove,
+                            opc::accept,
+                            opc::async_cancel,
+                            opc::connect,
+                            opc::fallocate,
+                            opc::openat,
+                            opc::close,
+                            opc::statx,
+                            opc::read,
+                            opc::write,
+                            opc::fadvise,
+                            opc::send,
+                            opc::recv,
+                            opc::openat2,
+                            opc::epoll_ctl,
+                            opc::shutdown,
+                            opc::renameat,
+                            opc::unlinkat,
+                            opc::mkdirat,
+                            opc::symlinkat,
+                            opc::linkat,
+                            opc::socket,
+                            opc::ftruncate,
+                            opc::bind,
+                            opc::listen})
+        p.set_supported(op, true);
+}
+
+} // namespace ringo::uring
