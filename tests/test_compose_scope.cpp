@@ -123,6 +123,7 @@ TEST(Scope, TasksStillRunningWhenTheRuntimeGoesLeaveNothingBehind) {
     // the scope returned without joining it, as a server that fails returns) is destroyed by
     // the runtime's shutdown: the scope's shared state goes with the last of them (the ASan
     // build's LeakSanitizer sees it otherwise), and what the task held is released.
+    SocketPair sp;
     std::atomic<int> alive{0};
     struct Held {
         std::atomic<int>* a;
@@ -132,15 +133,21 @@ TEST(Scope, TasksStillRunningWhenTheRuntimeGoesLeaveNothingBehind) {
     };
     {
         Runtime rt;
-        rt.block_on([](std::atomic<int>* a) -> Task<void> {
+        rt.block_on([](std::atomic<int>* a, int fd) -> Task<void> {
             ringo::TaskScope scope;
             for (int i = 0; i < 3; ++i)
                 scope.spawn([](Held) -> Task<void> { co_await ringo::sleep_for(24h); }(Held(a)));
+            // One waits in the kernel: its cancellation needs a completion, which the
+            // runtime's end does not wait for.
+            scope.spawn([](Held, int fd) -> Task<void> {
+                char b;
+                (void)co_await op::recv(fd, &b, 1);
+            }(Held(a), fd));
             co_await ringo::yield();
             // returns with the scope's tasks still running: the scope asks them to stop, and
             // the runtime's end destroys them
             co_return;
-        }(&alive));
+        }(&alive, sp.fd[0]));
     }
     EXPECT_EQ(alive.load(), 0);
 }

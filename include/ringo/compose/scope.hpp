@@ -16,7 +16,8 @@ namespace ringo {
 ///
 /// Prefer `ringo::scoped(fn)`, which always joins, also when `fn` throws. A TaskScope
 /// destroyed with tasks still running (without join) cancels them; they then finish on
-/// their own, and their frames are freed as they end.
+/// their own, and their frames are freed as they end (or by their runtime's shutdown, if it
+/// comes first).
 class TaskScope {
 public:
     TaskScope() : s_(new State) { s_->g.rt = Runtime::current(); }
@@ -70,8 +71,16 @@ private:
         if (--s->refs == 0)
             delete s;
     }
+    // The task's reference to the shared state goes however its frame goes: at its end, or
+    // destroyed where it waits by its runtime's shutdown (a scope dropped without join
+    // cancels its tasks, and the runtime may end before an operation's cancellation has
+    // completed).
     template <class T>
     static Task<void> run(State* s, std::size_t idx, Task<T> t) {
+        struct Ref {
+            State* s;
+            ~Ref() { release(s); }
+        } ref{s};
         std::exception_ptr e;
         try {
             co_await std::move(t);
@@ -79,7 +88,6 @@ private:
             e = std::current_exception();
         }
         s->g.branch_done(idx, e);
-        release(s);
     }
     State* s_;
 };
