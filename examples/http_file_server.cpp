@@ -5,13 +5,21 @@
 // 400/403/404/405/414/431/505 answers, files opened beneath the served folder only (openat2
 // with RESOLVE_BENEATH), small answers sent with their head in one send and large ones sent
 // from the page cache by sendfile(2) on the non-blocking socket, waiting for room with an
-// io_uring poll (or, with --body splice, spliced through a pipe; neither copies through user
-// space). Ctrl-C drains:
+// io_uring poll (or, with --body splice, read into a pipe by io_uring's splice and spliced
+// from it to the socket the same way; neither copies through user space).
+//
+// Hostile clients: a connection that makes no progress for --idle-timeout seconds (60) is
+// closed, whether it is waiting for a whole request head (a slow one sent a byte at a time
+// included), idle between requests, or not taking the answer's bytes: a ringo::Watchdog per
+// connection, fed by each request head and each byte sent. An idle connection holds no
+// request buffers (they come from a per-thread list of spares when a request starts to
+// arrive, and go back when none is under way), and no thread. Out of descriptors (EMFILE),
+// net::accept_loop waits and accepts again, so the server keeps serving. Ctrl-C drains:
 // the listener closes, answers being sent complete, idle connections end, and what is still
 // open after the grace period is cancelled.
 //
-//   http_file_server --root DIR [--port P] [--threads N] [--grace-ms MS] [--inline /PATH:TEXT]
-//                    [--body sendfile|splice]                          (--help: the usage)
+//   http_file_server --root DIR [--port P] [--threads N] [--idle-timeout S] [--grace-ms MS]
+//                    [--inline /PATH:TEXT] [--body sendfile|splice]     (--help: the usage)
 //
 // One runtime by default; with --threads N, a RuntimePool with one listening socket per
 // runtime (net::ShardedListener). Prints `listening on port P` first. Try it with
@@ -39,11 +47,13 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace {
 
@@ -105,7 +115,8 @@ struct Server {
     // --inline PATH:TEXT: an answer kept in memory for one target path (no file I/O), as a
     // web server's configured fixed response is.
     std::string inline_path, inline_body;
-    bool splice = false; // --body splice: large files through a pipe instead of sendfile(2)
+    bool splice = false;           // --body splice: large files through a pipe instead of sendfile(2)
+    std::chrono::seconds idle{60}; // --idle-timeout
     Connections connections;
     std::atomic<std::uint64_t> requests{0};
 };
@@ -159,9 +170,8 @@ std::size_t format_head(char* out, int status, std::string_view type, std::uint6
     return static_cast<std::size_t>(p - out);
 }
 
-// One connection's buffers: the request bytes received, the answer (head, and the body of a
-// small one), the decoded target (here, not in answer()'s frame: frames up to 1 KiB come
-// from ringo's frame pool, larger ones from the heap).
+// The buffers of a request being read and answered: the request bytes received, the answer
+// (head, and the body of a small one), the decoded target.
 struct Buffers {
     char in[head_cap];
     char out[answer_head_cap + small_file];
@@ -170,9 +180,64 @@ struct Buffers {
 // A redirect's Location is the request's target, so at most a request head long.
 static_assert(answer_head_cap + head_cap <= sizeof(Buffers::out));
 
+// A connection's Buffers while a request is under way. get() takes them from the thread's
+// spares (or allocates them, not zero-filled) and release() gives them back, so an idle
+// connection holds none: with its 25 KiB zero-filled at the accept, each idle connection
+// held 26 KiB resident. Up to 64 spares per thread are kept for the next requests.
+class BufferLease {
+public:
+    BufferLease() = default;
+    BufferLease(const BufferLease&) = delete;
+    BufferLease& operator=(const BufferLease&) = delete;
+    ~BufferLease() { release(); }
+
+    Buffers& get() {
+        if (!b_)
+            b_ = spares().take();
+        return *b_;
+    }
+    void release() noexcept {
+        if (b_)
+            spares().give(std::move(b_));
+    }
+
+private:
+    struct Spares {
+        static constexpr std::size_t kept = 64;
+        std::vector<std::unique_ptr<Buffers>> free;
+        Spares() { free.reserve(kept); } // give() then never allocates
+        std::unique_ptr<Buffers> take() {
+            if (free.empty())
+                return std::unique_ptr<Buffers>(new Buffers); // default-initialised: not zeroed
+            auto b = std::move(free.back());
+            free.pop_back();
+            return b;
+        }
+        void give(std::unique_ptr<Buffers> b) noexcept {
+            if (free.size() < kept)
+                free.push_back(std::move(b));
+        }
+    };
+    static Spares& spares() {
+        thread_local Spares s;
+        return s;
+    }
+    std::unique_ptr<Buffers> b_;
+};
+
 // A pipe for splicing large files, made at the first one a connection sends.
 struct SplicePipe {
     std::optional<ringo::PipeEnds> ends;
+};
+
+// One connection: its socket, its watchdog (no progress for --idle-timeout cancels the
+// connection's task), its buffers while a request is under way, its pipe for --body splice.
+struct Conn {
+    ringo::net::TcpStream& s;
+    Server& srv;
+    ringo::Watchdog dog;
+    BufferLease buf;
+    SplicePipe pipe;
 };
 
 // Bytes of a file that follow an answer's head.
@@ -261,64 +326,39 @@ std::size_t inline_answer(const Server& srv, const http::Request& req, bool keep
     return n;
 }
 
-// Sends the body's bytes of `file` to the socket by splice(2): file -> pipe -> socket, page
-// references instead of copies.
-ringo::Task<bool> splice_body(ringo::net::TcpStream& s, ringo::fs::File& file, Body body, SplicePipe& p) {
-    if (!p.ends) {
-        auto made = co_await ringo::pipe();
-        if (!made)
-            co_return false;
-        p.ends.emplace(std::move(*made));
-        ::fcntl(p.ends->writer.fd().get(), F_SETPIPE_SZ, splice_chunk); // a smaller pipe still works
+// The socket non-blocking while this lives (back to blocking on every way out, a
+// cancellation's included): sendfile(2) and splice(2) into it then return when it is full
+// instead of waiting. io_uring's own operations on it do not depend on that.
+struct NonBlocking {
+    int fd, flags;
+    explicit NonBlocking(int sock) : fd(sock), flags(::fcntl(sock, F_GETFL)) {
+        if (flags >= 0 && !(flags & O_NONBLOCK) && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+            flags = -1;
     }
-    int pipe_r = p.ends->reader.fd().get(), pipe_w = p.ends->writer.fd().get();
-    for (std::uint64_t off = body.offset, end = body.offset + body.length; off < end;) {
-        auto want = static_cast<unsigned>(std::min<std::uint64_t>(end - off, splice_chunk));
-        int in =
-            co_await ringo::op::splice(file.get(), static_cast<std::int64_t>(off), pipe_w, -1, want, SPLICE_F_MOVE);
-        if (in <= 0) // an error, or the file shrank: the answer cannot be completed
-            co_return false;
-        for (int moved = 0; moved < in;) {
-            int out =
-                co_await ringo::op::splice(pipe_r, -1, s.fd().get(), -1, static_cast<unsigned>(in - moved),
-                                           SPLICE_F_MOVE | (off + static_cast<unsigned>(in) < end ? SPLICE_F_MORE : 0));
-            if (out <= 0)
-                co_return false;
-            moved += out;
-        }
-        off += static_cast<unsigned>(in);
+    NonBlocking(const NonBlocking&) = delete;
+    NonBlocking& operator=(const NonBlocking&) = delete;
+    ~NonBlocking() {
+        if (flags >= 0 && !(flags & O_NONBLOCK))
+            ::fcntl(fd, F_SETFL, flags);
     }
-    co_return true;
-}
+    bool ok() const noexcept { return flags >= 0; }
+};
 
-// Sends the body's bytes of `file` to the socket by sendfile(2) (page references, as splice
-// makes), as nginx does: each call moves what the socket's buffer takes and returns, and
-// when it is full an io_uring poll waits for room. io_uring has no sendfile, and its splice
-// always runs in an io-wq worker thread, where a splice into a full socket blocks that
-// thread: with 1 000 clients that is up to 1 000 threads (and 0.85x nginx's requests per
-// second at 1 MiB, against 1.14x this way). The socket is non-blocking only during the call
-// (io_uring's own operations on it do not depend on that). A file not in the page cache is
-// read from the disk by sendfile itself, on this thread, as nginx does without aio threads;
-// --body splice reads it in io-wq threads.
-ringo::Task<bool> sendfile_body(ringo::net::TcpStream& s, ringo::fs::File& file, Body body) {
-    int sock = s.fd().get();
-    struct Blocking { // back to blocking on every way out, a cancellation's included
-        int fd, flags;
-        ~Blocking() {
-            if (!(flags & O_NONBLOCK))
-                ::fcntl(fd, F_SETFL, flags);
-        }
-    } restore{sock, ::fcntl(sock, F_GETFL)};
-    if (restore.flags < 0 || (!(restore.flags & O_NONBLOCK) && ::fcntl(sock, F_SETFL, restore.flags | O_NONBLOCK) < 0))
-        co_return false;
-    auto off = static_cast<off_t>(body.offset);
-    const std::uint64_t end = body.offset + body.length;
-    while (static_cast<std::uint64_t>(off) < end) {
-        ssize_t n = ::sendfile(sock, file.get(), &off, end - static_cast<std::uint64_t>(off));
+// Moves `count` bytes into the connection's (non-blocking) socket with `send_some(max)`, a
+// sendfile(2) or splice(2) call that returns what it moved or -1 with errno: calls it again
+// while it moves bytes, yielding between calls (a client that reads as fast as this sends,
+// on loopback, could otherwise keep the thread for the whole file), and waits for room with
+// an io_uring poll while the socket is full. Each call that moves bytes feeds the watchdog;
+// a client that takes none for --idle-timeout has its poll cancelled, and the connection
+// closes. No thread waits for the client.
+template <class SendSome>
+ringo::Task<bool> push(Conn& c, std::uint64_t count, SendSome send_some) {
+    while (count > 0) {
+        ssize_t n = send_some(count);
         if (n > 0) {
-            // A client that reads as fast as this sends (loopback) could keep the thread in
-            // this loop for the whole file: the other connections get a turn between calls.
-            if (static_cast<std::uint64_t>(off) < end)
+            c.dog.feed();
+            count -= static_cast<std::uint64_t>(n);
+            if (count > 0)
                 co_await ringo::yield();
             continue;
         }
@@ -326,10 +366,70 @@ ringo::Task<bool> sendfile_body(ringo::net::TcpStream& s, ringo::fs::File& file,
             continue;
         if (n == 0 || errno != EAGAIN) // the file shrank, or the client has gone (EPIPE, ECONNRESET)
             co_return false;
-        int ready = co_await ringo::op::poll_add(sock, POLLOUT);
-        if (ready < 0) // cancelled (a stop's grace ran out)
+        int ready = co_await ringo::op::poll_add(c.s.fd().get(), POLLOUT);
+        if (ready < 0) // cancelled: no progress for --idle-timeout, or a stop's grace ran out
             co_return false;
     }
+    co_return true;
+}
+
+// Sends the body's bytes of `file` by sendfile(2) (page references, as splice makes), as
+// nginx does: each call moves what the socket's buffer takes and returns. io_uring has no
+// sendfile, and its splice always runs in an io-wq worker thread, where a splice into a full
+// socket blocks that thread: with 1 000 clients that is up to 1 000 threads (and 0.85x
+// nginx's requests per second at 1 MiB, against 1.14x this way). A file not in the page cache
+// is read from the disk by sendfile itself, on this thread, as nginx does without aio
+// threads; --body splice reads it in io-wq threads.
+ringo::Task<bool> sendfile_body(Conn& c, ringo::fs::File& file, Body body) {
+    int sock = c.s.fd().get();
+    NonBlocking nb(sock);
+    if (!nb.ok())
+        co_return false;
+    auto off = static_cast<off_t>(body.offset);
+    auto send_some = [sock, &file, &off](std::uint64_t max) { return ::sendfile(sock, file.get(), &off, max); };
+    co_return co_await push(c, body.length, send_some);
+}
+
+// Sends the body's bytes of `file` through the connection's pipe: io_uring's splice reads
+// up to splice_chunk of the file into the (empty) pipe, in an io-wq worker (file reads, never
+// waiting for the client), and splice(2) moves them to the non-blocking socket on this
+// thread as push() does. Page references throughout, no copy. (Spliced to the socket by
+// io_uring too, each client that stopped reading held an io-wq thread blocked in the splice
+// for as long as its connection lived: 300 such clients, 302 threads.)
+ringo::Task<bool> splice_body(Conn& c, ringo::fs::File& file, Body body) {
+    int sock = c.s.fd().get();
+    NonBlocking nb(sock);
+    if (!nb.ok())
+        co_return false;
+    int pipe_r = c.pipe.ends->reader.fd().get(), pipe_w = c.pipe.ends->writer.fd().get();
+    for (std::uint64_t off = body.offset, end = body.offset + body.length; off < end;) {
+        auto want = static_cast<unsigned>(std::min<std::uint64_t>(end - off, splice_chunk));
+        int in =
+            co_await ringo::op::splice(file.get(), static_cast<std::int64_t>(off), pipe_w, -1, want, SPLICE_F_MOVE);
+        if (in <= 0) // an error, or the file shrank: the answer cannot be completed
+            co_return false;
+        off += static_cast<unsigned>(in);
+        unsigned flags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | (off < end ? SPLICE_F_MORE : 0);
+        auto send_some = [pipe_r, sock, flags](std::uint64_t max) {
+            return ::splice(pipe_r, nullptr, sock, nullptr, max, flags);
+        };
+        bool sent = co_await push(c, static_cast<unsigned>(in), send_some);
+        if (!sent) // (the pipe may hold bytes now: it goes with the connection)
+            co_return false;
+    }
+    co_return true;
+}
+
+// The pipe for --body splice, made before an answer's head is sent so that a failure (out
+// of descriptors) can still be a clean 503. False when it cannot be made.
+ringo::Task<bool> make_pipe(SplicePipe& p) {
+    if (p.ends)
+        co_return true;
+    auto made = co_await ringo::pipe();
+    if (!made)
+        co_return false;
+    p.ends.emplace(std::move(*made));
+    ::fcntl(p.ends->writer.fd().get(), F_SETPIPE_SZ, splice_chunk); // a smaller pipe still works
     co_return true;
 }
 
@@ -358,11 +458,11 @@ ringo::Task<int> open_file(const Server& srv, const char* path, ringo::fs::File&
     co_return 200;
 }
 
-// Answers the request at the start of `b.in`: `complete` as parse_request found it, or
-// malformed (then req.status is the answer, and the connection closes). False: the
-// connection is to close (a send failed, or an answer could not be completed).
-ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Request& req, bool complete,
-                         bool keep_alive, Buffers& b, SplicePipe& pipe) {
+// Answers the request at the start of the connection's buffers: `complete` as parse_request
+// found it, or malformed (then req.status is the answer, and the connection closes). False:
+// the connection is to close (a send failed, or an answer could not be completed).
+ringo::Task<bool> answer(Conn& c, const http::Request& req, bool complete, bool keep_alive) {
+    Buffers& b = c.buf.get();
     const bool head_only = req.method == http::Method::head;
     ringo::fs::File file;
     Body body;
@@ -373,14 +473,14 @@ ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Requ
     } else if (req.method == http::Method::other) {
         const std::string_view allow[] = {"Allow: GET, HEAD\r\n"};
         n = status_answer(b, 405, keep_alive, req.minor, false, allow);
-    } else if (!srv.inline_path.empty() && req.target == srv.inline_path) {
-        n = inline_answer(srv, req, keep_alive, b);
+    } else if (!c.srv.inline_path.empty() && req.target == c.srv.inline_path) {
+        n = inline_answer(c.srv, req, keep_alive, b);
     } else {
         long len = http::decode_path(req.target, b.path, sizeof b.path);
         int status = len == http::path_too_long ? 414 : 400;
         std::uint64_t size = 0;
         if (len >= 0) // (not in a ?: GCC 12 mistranslates co_await there)
-            status = co_await open_file(srv, b.path, file, size);
+            status = co_await open_file(c.srv, b.path, file, size);
         if (status == 301 && names_folder(req.target)) // "dir/": its index.html is a folder
             status = 404;
         if (status == 301)
@@ -400,18 +500,29 @@ ringo::Task<bool> answer(ringo::net::TcpStream& s, Server& srv, const http::Requ
             ok = false;
         }
         body = {};
+    } else if (body.length > 0 && c.srv.splice) {
+        bool piped = co_await make_pipe(c.pipe);
+        if (!piped) {
+            n = status_answer(b, 503, keep_alive, req.minor, false);
+            body = {};
+        }
     }
     // MSG_MORE before a large body: the head waits for the body's first bytes and leaves with
     // them, as nginx's tcp_nopush does, instead of in a packet of its own that the client
-    // wakes up for alone.
-    auto w = co_await s.write_all(b.out, n, body.length > 0 ? MSG_MORE : 0);
-    if (!w)
-        co_return false;
+    // wakes up for alone. Each send that moves bytes is progress for the watchdog.
+    const int more = body.length > 0 ? MSG_MORE : 0;
+    for (std::size_t sent = 0; sent < n;) {
+        auto w = co_await c.s.write(b.out + sent, n - sent, more);
+        if (!w || *w == 0)
+            co_return false;
+        sent += *w;
+        c.dog.feed();
+    }
     if (body.length == 0)
         co_return ok;
-    if (srv.splice) // (two statements: GCC 12 mistranslates co_await inside ?:)
-        co_return co_await splice_body(s, file, body, pipe);
-    co_return co_await sendfile_body(s, file, body);
+    if (c.srv.splice) // (two statements: GCC 12 mistranslates co_await inside ?:)
+        co_return co_await splice_body(c, file, body);
+    co_return co_await sendfile_body(c, file, body);
 }
 
 // After the last answer on a connection that may still have unread bytes (a request with a
@@ -432,6 +543,52 @@ ringo::Task<void> linger(ringo::net::TcpStream& s, Buffers& b) {
     }
 }
 
+// Reads requests and answers them until the client closes, an answer fails, or the
+// connection's watchdog cancels the task (no progress for --idle-timeout).
+ringo::Task<void> session(Conn& c) {
+    std::size_t have = 0; // request bytes received and not answered yet
+    bool unread = false;  // bytes may be left unread when the connection closes
+    for (;;) {
+        if (have == 0) {
+            // Nothing under way: the buffers go back, and the wait for the next request holds
+            // none (a poll; the buffers are taken once its first bytes have come).
+            c.buf.release();
+            int ready = co_await ringo::op::poll_add(c.s.fd().get(), POLLIN);
+            if (ready < 0) // cancelled: the watchdog, or a stop's grace
+                break;
+        }
+        Buffers& b = c.buf.get();
+        http::Request req;
+        http::Parse p = http::parse_request({b.in, have}, sizeof b.in, req);
+        if (p == http::Parse::incomplete) {
+            auto n = co_await c.s.read(b.in + have, sizeof b.in - have);
+            if (!n || *n == 0) // the client closed (or reset), or a stop ended the reading
+                break;
+            have += *n;
+            continue;
+        }
+        // A whole request head is progress; its bytes one by one are not, so a head sent a
+        // byte at a time (slowloris) still has --idle-timeout to arrive.
+        c.dog.feed();
+        c.srv.requests.fetch_add(1, std::memory_order_relaxed);
+        const bool complete = p == http::Parse::complete;
+        // A request body is not read (no method here takes one): the connection closes after
+        // the answer instead, as after a stop.
+        const bool keep_alive = complete && req.keep_alive && req.content_length == 0 && !c.srv.connections.stopping();
+        bool ok = co_await answer(c, req, complete, keep_alive);
+        if (!ok)
+            break;
+        if (!keep_alive) {
+            unread = !complete || req.content_length > 0 || have > req.head_size;
+            break;
+        }
+        std::memmove(b.in, b.in + req.head_size, have - req.head_size);
+        have -= req.head_size;
+    }
+    if (unread)
+        co_await linger(c.s, c.buf.get());
+}
+
 ringo::Task<void> serve(ringo::net::TcpStream s, Server& srv) {
     Connections::Entry entry{s.fd().get()};
     struct Unregister {
@@ -442,38 +599,8 @@ ringo::Task<void> serve(ringo::net::TcpStream s, Server& srv) {
     if (!srv.connections.add(entry))
         co_return;
     (void)s.set_nodelay(true); // answers go out whole, no waiting for more
-
-    auto b = std::make_unique<Buffers>();
-    SplicePipe pipe;
-    std::size_t have = 0;
-    bool unread = false; // bytes may be left unread when the connection closes
-    for (;;) {
-        http::Request req;
-        http::Parse p = http::parse_request({b->in, have}, sizeof b->in, req);
-        if (p == http::Parse::incomplete) {
-            auto n = co_await s.read(b->in + have, sizeof b->in - have);
-            if (!n || *n == 0) // the client closed (or reset), or a stop ended the reading
-                break;
-            have += *n;
-            continue;
-        }
-        srv.requests.fetch_add(1, std::memory_order_relaxed);
-        const bool complete = p == http::Parse::complete;
-        // A request body is not read (no method here takes one): the connection closes after
-        // the answer instead, as after a stop.
-        const bool keep_alive = complete && req.keep_alive && req.content_length == 0 && !srv.connections.stopping();
-        bool ok = co_await answer(s, srv, req, complete, keep_alive, *b, pipe);
-        if (!ok)
-            break;
-        if (!keep_alive) {
-            unread = !complete || req.content_length > 0 || have > req.head_size;
-            break;
-        }
-        std::memmove(b->in, b->in + req.head_size, have - req.head_size);
-        have -= req.head_size;
-    }
-    if (unread)
-        co_await linger(s, *b);
+    Conn c{s, srv, ringo::Watchdog(srv.idle), {}, {}};
+    (void)co_await c.dog.guard(session(c)); // timed out or not, the connection closes
 }
 
 struct Options {
@@ -482,6 +609,7 @@ struct Options {
     std::uint16_t port = 8080;
     std::size_t threads = 1;
     std::chrono::milliseconds grace{2000};
+    std::chrono::seconds idle{60};
     bool splice = false;
 };
 
@@ -490,6 +618,8 @@ constexpr const char* usage_text =
     "  --root DIR              the folder to serve (required)\n"
     "  --port P                the TCP port, 0 for any free one (8080)\n"
     "  --threads N             runtimes, 1 to 1024; more than 1: a RuntimePool, one listener each (1)\n"
+    "  --idle-timeout S        close a connection that makes no progress for S seconds, 1 to 86400:\n"
+    "                          no whole request head, or no byte of the answer taken (60)\n"
     "  --grace-ms MS           after Ctrl-C, how long open connections may take to finish,\n"
     "                          0 to 86400000 (2000)\n"
     "  --inline /PATH:TEXT     answer /PATH with TEXT (up to 16 KiB) from memory\n"
@@ -519,7 +649,8 @@ Options parse_options(int argc, char** argv) {
             std::fputs(usage_text, stdout);
             std::exit(0);
         }
-        if (a != "--root" && a != "--inline" && a != "--body" && a != "--port" && a != "--threads" && a != "--grace-ms")
+        if (a != "--root" && a != "--inline" && a != "--body" && a != "--port" && a != "--threads" &&
+            a != "--grace-ms" && a != "--idle-timeout")
             usage("unknown option '" + std::string(a) + "'");
         if (i + 1 >= argc)
             usage(std::string(a) + " needs a value");
@@ -536,8 +667,10 @@ Options parse_options(int argc, char** argv) {
             o.port = static_cast<std::uint16_t>(number(a, v, 0, 65535));
         else if (a == "--threads")
             o.threads = number(a, v, 1, 1024);
-        else
+        else if (a == "--grace-ms")
             o.grace = std::chrono::milliseconds(number(a, v, 0, 86'400'000));
+        else
+            o.idle = std::chrono::seconds(number(a, v, 1, 86'400));
     }
     if (!o.root)
         usage("--root is required");
@@ -548,23 +681,15 @@ Options parse_options(int argc, char** argv) {
     return o;
 }
 
-// Accepts connections (one multishot accept) into `scope` until it fails; yields -errno.
-ringo::Task<int> accept_loop(ringo::net::TcpListener& l, ringo::TaskScope& scope, Server& srv) {
-    auto in = l.incoming();
-    for (;;) {
-        auto c = co_await in.next();
-        if (c) {
-            scope.spawn(serve(std::move(*c), srv));
-        } else if (c.error() == std::errc::too_many_files_open ||
-                   c.error() == std::errc::too_many_files_open_in_system) {
-            co_await ringo::sleep_for(std::chrono::milliseconds(10)); // out of descriptors for now: wait, go on
-        } else {
-            co_return -c.error().value();
-        }
-    }
+// net::accept_loop, each connection a task of `scope`; yields -errno when the listening
+// socket fails (out of descriptors it waits and goes on; cancelled, it yields 0).
+ringo::Task<int> accept_into(ringo::net::TcpListener& l, ringo::TaskScope& scope, Server& srv) {
+    auto serve_one = [&scope, &srv](ringo::net::TcpStream s) { scope.spawn(serve(std::move(s), srv)); };
+    std::error_code e = co_await ringo::net::accept_loop(l, serve_one);
+    co_return -e.value();
 }
 
-// One runtime: a TcpListener's multishot accept stream, a scope of connection tasks.
+// One runtime: a TcpListener's accept loop, a scope of connection tasks.
 ringo::Task<int> serve_one_runtime(Server& srv, const Options& o) {
     ringo::SignalSet stop{SIGINT, SIGTERM};
     auto listener = co_await ringo::net::TcpListener::bind(ringo::net::SocketAddr::v4_any(o.port));
@@ -576,7 +701,7 @@ ringo::Task<int> serve_one_runtime(Server& srv, const Options& o) {
     std::fflush(stdout);
 
     ringo::TaskScope connections;
-    auto [which, v] = co_await ringo::when_any(accept_loop(*listener, connections, srv), stop.next());
+    auto [which, v] = co_await ringo::when_any(accept_into(*listener, connections, srv), stop.next());
     if (which == 0 || v < 0) {
         std::fprintf(stderr, "http_file_server: %s: %s\n", which == 0 ? "accept" : "signals", std::strerror(-v));
         co_return 1;
@@ -592,6 +717,11 @@ ringo::Task<int> serve_one_runtime(Server& srv, const Options& o) {
 // A pool: one listening socket per runtime (SO_REUSEPORT), the main thread waits for Ctrl-C.
 int serve_pool(Server& srv, const Options& o) {
     ringo::block_signals({SIGINT, SIGTERM}); // before the pool's threads start: they inherit it
+    // The main thread's ring and signalfd before the first connection: clients that take
+    // every descriptor (EMFILE) as soon as the listener is up must not leave it unable to wait
+    // for Ctrl-C (it exited with "Too many open files" when these were opened after).
+    ringo::Runtime main_rt;
+    ringo::Task<int> stop = ringo::wait_signal({SIGINT, SIGTERM}); // the signalfd is opened here
     ringo::RuntimePool pool{o.threads, ringo::PoolOptions{}.pin_threads()};
     std::optional<ringo::net::ShardedListener> listener;
     try {
@@ -603,7 +733,7 @@ int serve_pool(Server& srv, const Options& o) {
     }
     std::printf("listening on port %u\n", listener->port());
     std::fflush(stdout);
-    int sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
+    int sig = main_rt.block_on(std::move(stop));
     if (sig < 0) {
         std::fprintf(stderr, "http_file_server: signals: %s\n", std::strerror(-sig));
         return 1;
@@ -633,6 +763,7 @@ int main(int argc, char** argv) try {
         return 1;
     }
     ::signal(SIGPIPE, SIG_IGN); // sendfile or splice into a socket the client closed: EPIPE, not a signal
+    srv.idle = o.idle;
     return o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
 } catch (const std::exception& e) { // a runtime or pool that cannot be set up (io_uring, threads, memory)
     std::fprintf(stderr, "http_file_server: %s\n", e.what());
