@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
 #include <deque>
@@ -129,6 +130,54 @@ private:
     unsigned idle_ = 0;
 };
 
+// How each opcode the engine has runs: docs/ops.md's index says so for every operation
+// (scripts/ops-index reads this table; one entry a line). An opcode that is not here is absent
+// from the engine's probe.
+enum class How : unsigned char { readiness, thread_pool, at_once, timer };
+struct Way {
+    std::uint8_t opcode;
+    How how;
+};
+// clang-format off
+constexpr Way ways[] = {
+    {opc::nop, How::at_once},
+    {opc::readv, How::readiness},
+    {opc::writev, How::readiness},
+    {opc::fsync, How::thread_pool},
+    {opc::poll_add, How::readiness},
+    {opc::poll_remove, How::at_once},
+    {opc::sync_file_range, How::thread_pool},
+    {opc::sendmsg, How::readiness},
+    {opc::recvmsg, How::readiness},
+    {opc::timeout, How::timer},
+    {opc::timeout_remove, How::at_once},
+    {opc::accept, How::readiness},
+    {opc::async_cancel, How::at_once},
+    {opc::connect, How::readiness},
+    {opc::fallocate, How::thread_pool},
+    {opc::openat, How::thread_pool},
+    {opc::close, How::at_once},
+    {opc::statx, How::thread_pool},
+    {opc::read, How::readiness},
+    {opc::write, How::readiness},
+    {opc::fadvise, How::at_once},
+    {opc::send, How::readiness},
+    {opc::recv, How::readiness},
+    {opc::openat2, How::thread_pool},
+    {opc::epoll_ctl, How::at_once},
+    {opc::shutdown, How::at_once},
+    {opc::renameat, How::thread_pool},
+    {opc::unlinkat, How::thread_pool},
+    {opc::mkdirat, How::thread_pool},
+    {opc::symlinkat, How::thread_pool},
+    {opc::linkat, How::thread_pool},
+    {opc::socket, How::at_once},
+    {opc::ftruncate, How::thread_pool},
+    {opc::bind, How::at_once},
+    {opc::listen, How::at_once},
+};
+// clang-format on
+
 } // namespace
 
 struct EpollEngine::Impl {
@@ -147,6 +196,7 @@ struct EpollEngine::Impl {
         std::uint64_t deadline = 0;
         std::size_t heap_index = static_cast<std::size_t>(-1);
         int res = 0;
+        std::uint32_t cflags = 0; // CQE flags of the result (a selected buffer)
         int fd = -1;
         State state = State::free;
         bool cancelled = false;
@@ -172,7 +222,13 @@ struct EpollEngine::Impl {
     int epfd = -1;
     int wake_fd = -1; // the pool's completions wake the wait through it
     std::vector<FdState> fds;
-    std::vector<Pending*> heap; // timers
+    struct BufGroup {
+        io_uring_buf_ring* br = nullptr; // null: not registered
+        unsigned mask = 0;
+        std::uint16_t head = 0;
+    };
+    std::vector<BufGroup> groups; // by group id
+    std::vector<Pending*> heap;   // timers
     Pending* all = nullptr;
     Pending* free_list = nullptr;
     std::vector<std::unique_ptr<Pending[]>> chunks;
@@ -266,6 +322,7 @@ struct EpollEngine::Impl {
         p->connecting = false;
         p->heap_index = static_cast<std::size_t>(-1);
         p->res = 0;
+        p->cflags = 0;
         return p;
     }
     void release(Pending* p) noexcept {
@@ -309,7 +366,7 @@ struct EpollEngine::Impl {
 
     // The operation ended with `res`: its CQE, then what its link does.
     void finish(Pending* p, int res) {
-        post(p->sqe.user_data, res, 0);
+        post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
         Pending* next = p->chain;
         const bool broke = res < 0 && !(p->sqe.flags & sqe_io_hardlink);
         release(p);
@@ -600,7 +657,10 @@ struct EpollEngine::Impl {
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
         const bool nowait = fd_state(fd).kind == Kind::nowait;
         switch (s.opcode) {
-        case opc::recv: return sys(::recv(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        case opc::recv:
+            if (s.flags & sqe_buffer_select)
+                return recv_selected(p);
+            return sys(::recv(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
         case opc::send: {
             std::uint16_t alen;
             std::memcpy(&alen, reinterpret_cast<const char*>(&s) + 44, sizeof alen);
@@ -665,7 +725,30 @@ struct EpollEngine::Impl {
         default: return -EOPNOTSUPP;
         }
     }
+    // recv into a buffer of the SQE's group, taken from the ring's head as the kernel takes
+    // it (a buffer is used only when bytes arrive).
+    int recv_selected(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        p->cflags = 0;
+        if (s.buf_group >= groups.size() || !groups[s.buf_group].br)
+            return -ENOBUFS;
+        BufGroup& g = groups[s.buf_group];
+        const std::uint16_t tail = __atomic_load_n(&g.br->tail, __ATOMIC_ACQUIRE);
+        if (tail == g.head)
+            return -ENOBUFS;
+        const io_uring_buf& b = g.br->bufs[g.head & g.mask];
+        const std::uint32_t len = s.len && s.len < b.len ? s.len : b.len;
+        int r = sys(::recv(s.fd, reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.addr)), len,
+                           static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        if (r > 0) {
+            ++g.head;
+            p->cflags = IORING_CQE_F_BUFFER | (static_cast<std::uint32_t>(b.bid) << IORING_CQE_BUFFER_SHIFT);
+        }
+        return r;
+    }
     static bool multishot(const io_uring_sqe& s) noexcept {
+        if (s.opcode == opc::recv && (s.ioprio & recv_multishot))
+            return true;
         return (s.opcode == opc::accept && (s.ioprio & accept_multishot)) ||
                (s.opcode == opc::poll_add && (s.len & poll_add_multi));
     }
@@ -689,11 +772,11 @@ struct EpollEngine::Impl {
                 to_pool(p);
                 return true;
             }
-            if (multishot(p->sqe) && r >= 0) {
-                post(p->sqe.user_data, r, cqe_f_more);
+            if (multishot(p->sqe) && (r > 0 || (r == 0 && p->sqe.opcode != opc::recv))) {
+                post(p->sqe.user_data, r, p->cflags | cqe_f_more);
                 if (p->sqe.opcode == opc::poll_add)
                     return false; // the next edge reports again
-                continue;         // the next connection, if one waits
+                continue;         // the next connection or bytes, if some wait
             }
             unlink_waiter(list_of(p), p);
             finish(p, r);
@@ -757,25 +840,28 @@ struct EpollEngine::Impl {
     int cancel(const io_uring_sqe& s, Pending* self) {
         const std::uint32_t fl = s.cancel_flags;
         const bool many = fl & (cancel_all | cancel_any);
-        // What matches first, then each ended: ending one can start another (the next SQE of
-        // its link), which is not among them.
-        std::vector<Pending*> hit;
-        for (Pending* p = all; p; p = p->all_next) {
-            if (p == self || p->state == State::held || p->state == State::free)
-                continue;
-            const bool match = (fl & cancel_any) || ((fl & cancel_fd) ? p->fd == s.fd && p->sqe.opcode != opc::timeout
-                                                                      : p->sqe.user_data == s.addr);
-            if (match) {
-                hit.push_back(p);
-                if (!many)
-                    break;
+        // One at a time, looking again each time: ending one can start another (the next SQE
+        // of its link). A call on the pool stays in the list until it ends (marked cancelled).
+        int found = 0, last = -ENOENT;
+        for (;;) {
+            Pending* hit = nullptr;
+            for (Pending* p = all; p && !hit; p = p->all_next) {
+                if (p == self || p->state == State::held || p->state == State::free ||
+                    (p->state == State::pool && p->cancelled))
+                    continue;
+                if ((fl & cancel_any) ||
+                    ((fl & cancel_fd) ? p->fd == s.fd && p->sqe.opcode != opc::timeout : p->sqe.user_data == s.addr))
+                    hit = p;
             }
+            if (!hit)
+                break;
+            last = cancel_one(hit);
+            ++found;
+            if (!many)
+                break;
         }
-        int last = -ENOENT;
-        for (Pending* p : hit)
-            last = cancel_one(p);
         if (many)
-            return hit.empty() ? -ENOENT : static_cast<int>(hit.size());
+            return found ? found : -ENOENT;
         return last;
     }
 
@@ -790,8 +876,12 @@ struct EpollEngine::Impl {
     void start(Pending* p) {
         const io_uring_sqe& s = p->sqe;
         p->fd = s.fd;
-        if (s.flags & (sqe_fixed_file | sqe_buffer_select)) {
-            finish(p, -EOPNOTSUPP); // registered files and provided buffers live in a kernel ring
+        if (s.flags & sqe_fixed_file) {
+            finish(p, -EBADF); // no registered file table here: as the kernel answers without one
+            return;
+        }
+        if ((s.flags & sqe_buffer_select) && s.opcode != opc::recv) {
+            finish(p, -EOPNOTSUPP); // provided buffers: recv only
             return;
         }
         switch (s.opcode) {
@@ -875,7 +965,8 @@ struct EpollEngine::Impl {
         case opc::send:
         case opc::recvmsg:
         case opc::sendmsg:
-            if (s.ioprio & (recvsend_fixed_buf | recv_multishot | recvsend_bundle)) {
+            if ((s.ioprio & (recvsend_fixed_buf | recvsend_bundle)) ||
+                ((s.ioprio & recv_multishot) && !(s.opcode == opc::recv && (s.flags & sqe_buffer_select)))) {
                 finish(p, -EOPNOTSUPP);
                 return;
             }
@@ -952,8 +1043,8 @@ struct EpollEngine::Impl {
             to_pool(p);
             return;
         }
-        if (multishot(s) && r >= 0) {
-            post(s.user_data, r, cqe_f_more);
+        if (multishot(s) && (r > 0 || (r == 0 && s.opcode != opc::recv))) {
+            post(s.user_data, r, p->cflags | cqe_f_more);
             wait_ready(p, st);
             return;
         }
@@ -1067,44 +1158,43 @@ long EpollEngine::enter(unsigned to_submit, unsigned min_complete, unsigned flag
     }
 }
 
+int EpollEngine::register_buf_ring(const io_uring_buf_reg& reg) noexcept {
+    std::uint16_t flags;
+    std::memcpy(&flags,
+                reinterpret_cast<const unsigned char*>(&reg) + offsetof(io_uring_buf_reg, bgid) + sizeof reg.bgid,
+                sizeof flags);
+    const unsigned n = reg.ring_entries;
+    if (flags != 0 || n == 0 || (n & (n - 1)) != 0 || n > 32768 || reg.ring_addr == 0)
+        return -EINVAL;
+    try {
+        auto& groups = impl_->groups;
+        if (reg.bgid >= groups.size())
+            groups.resize(static_cast<std::size_t>(reg.bgid) + 1);
+        auto& g = groups[reg.bgid];
+        if (g.br)
+            return -EEXIST;
+        g.br = reinterpret_cast<io_uring_buf_ring*>(static_cast<std::uintptr_t>(reg.ring_addr));
+        g.mask = n - 1;
+        g.head = 0;
+        return 0;
+    } catch (...) {
+        return -ENOMEM;
+    }
+}
+
+int EpollEngine::unregister_buf_ring(std::uint16_t bgid) noexcept {
+    auto& groups = impl_->groups;
+    if (bgid >= groups.size() || !groups[bgid].br)
+        return -EINVAL;
+    groups[bgid] = {};
+    return 0;
+}
+
 void EpollEngine::fill_probe(Probe& p) const noexcept {
-    p.reset(opc::known_last, 0);
-    for (std::uint8_t op : {opc::nop,
-                            opc::readv,
-                            opc::writev,
-                            opc::fsync,
-                            opc::poll_add,
-                            opc::poll_remove,
-                            opc::sync_file_range,
-                            opc::sendmsg,
-                            opc::recvmsg,
-                            opc::timeout,
-                            opc::timeout_remove,
-                            opc::accept,
-                            opc::async_cancel,
-                            opc::connect,
-                            opc::fallocate,
-                            opc::openat,
-                            opc::close,
-                            opc::statx,
-                            opc::read,
-                            opc::write,
-                            opc::fadvise,
-                            opc::send,
-                            opc::recv,
-                            opc::openat2,
-                            opc::epoll_ctl,
-                            opc::shutdown,
-                            opc::renameat,
-                            opc::unlinkat,
-                            opc::mkdirat,
-                            opc::symlinkat,
-                            opc::linkat,
-                            opc::socket,
-                            opc::ftruncate,
-                            opc::bind,
-                            opc::listen})
-        p.set_supported(op, true);
+    p.reset(opc::known_last, compat::feat::nodrop | compat::feat::rw_cur_pos | compat::feat::ext_arg |
+                                 compat::feat::submit_stable | compat::feat::poll_32bits);
+    for (const Way& w : ways)
+        p.set_supported(w.opcode, true);
 }
 
 } // namespace ringo::uring

@@ -339,6 +339,18 @@ int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) no
     return static_cast<int>(r);
 }
 
+int Ring::register_buf_ring(io_uring_buf_reg& reg) noexcept {
+    if (emu_)
+        return emu_->register_buf_ring(reg);
+    return io_uring_register_buf_ring(&ring_, &reg, 0);
+}
+
+int Ring::unregister_buf_ring(std::uint16_t bgid) noexcept {
+    if (emu_)
+        return emu_->unregister_buf_ring(bgid);
+    return io_uring_unregister_buf_ring(&ring_, bgid);
+}
+
 int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
     if (r < 0) {
         // Nothing was consumed: the SQEs stay published and go with the next call.

@@ -16,6 +16,20 @@
 
 namespace ringo_test {
 
+/// True when this run's runtimes use the epoll engine: CI runs the suites a second time with
+/// RINGO_ENGINE=epoll.
+inline bool on_epoll() {
+    const char* e = std::getenv("RINGO_ENGINE");
+    return e && std::strcmp(e, "epoll") == 0;
+}
+/// Skips a test that only means something on io_uring (a registered file, a kernel-full CQ)
+/// when the suite runs on the epoll engine, saying why.
+#define RINGO_IO_URING_ONLY(why)                                                                                       \
+    do {                                                                                                               \
+        if (::ringo_test::on_epoll())                                                                                  \
+            GTEST_SKIP() << "io_uring only: " << why;                                                                  \
+    } while (0)
+
 /// How many descriptors this process has open (the entries of /proc/self/fd, counted the
 /// same way every time): equal before and after means nothing leaked.
 inline int open_fds() {

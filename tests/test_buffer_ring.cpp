@@ -359,6 +359,7 @@ TEST(RecvStream, AWaitingReaderReArmsAtTheFirstFreeBuffer) {
 }
 
 TEST(RecvStream, AMultishotStoppedByAFullCqReArms) {
+    RINGO_IO_URING_ONLY("the kernel stopping a multishot when its CQ is full");
     // An 8-entry CQ against 64 small chunks arriving at once: the kernel cannot post them
     // all and ends the multishot with a CQE that still carries data (no IORING_CQE_F_MORE,
     // not -ENOBUFS). The stream must keep that data and re-arm.
@@ -390,6 +391,7 @@ TEST(RecvStream, AMultishotStoppedByAFullCqReArms) {
 }
 
 TEST(RecvStream, OnARegisteredFile) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     TcpPair tcp;
     ringo::op::FileTable files(rt);

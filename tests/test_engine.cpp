@@ -17,6 +17,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -186,11 +187,14 @@ TEST(EpollEngine, WhatItDoesNotHaveIsEopnotsupp) {
     EXPECT_FALSE(rt.supports(ringo::uring::compat::opcode::msg_ring));
     EXPECT_FALSE(rt.supports(ringo::uring::compat::opcode::read_fixed));
     Pair p;
-    int r = rt.block_on([](int fd) -> Task<int> {
+    auto [tee, fixed] = rt.block_on([](int fd) -> Task<std::pair<int, int>> {
+        int t = co_await op::tee(fd, fd, 16); // absent from the probe: not submitted
         char b[4];
-        co_return co_await op::read(op::Fixed{0}, b, sizeof b, 0);
+        int f = co_await op::read(op::Fixed{0}, b, sizeof b, 0);
+        co_return std::pair{t, f};
     }(p.fd[0]));
-    EXPECT_EQ(r, -EOPNOTSUPP);
+    EXPECT_EQ(tee, -EOPNOTSUPP);
+    EXPECT_EQ(fixed, -EBADF); // no registered file table: as the kernel answers without one
 }
 
 TEST(EpollEngine, TcpEchoThroughTheHighLevelLayer) {

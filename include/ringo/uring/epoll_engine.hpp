@@ -32,8 +32,10 @@ namespace ringo::uring {
 ///   - at once: nop, close, socket, shutdown, bind, listen, fadvise, epoll_ctl;
 ///   - timers: timeout (and timeout_remove / update) in a heap whose nearest deadline is
 ///     epoll_wait's timeout; async_cancel and poll_remove;
-///   - everything else (registered files and buffers, provided-buffer selection, multishot
-///     receive, zero-copy send, msg_ring, uring_cmd, futex, splice, ...) is absent from its
+///   - provided-buffer rings: recv with buffer selection, single or multishot, takes the
+///     ring's buffers as the kernel does (register_buf_ring);
+///   - everything else (registered files and buffers, bundles, zero-copy send, msg_ring, uring_cmd, futex, splice, ...)
+///   is absent from its
 ///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
 ///     on an older kernel; an SQE that asks for one of them anyway completes with
 ///     -EOPNOTSUPP. Linked SQEs (IOSQE_IO_LINK) run one after the other, as the kernel runs
@@ -51,6 +53,13 @@ public:
     /// waits until `min_complete` CQEs are in the CQ, at most `timeout_ns` when given
     /// (-ETIME then); -EINTR when a signal interrupted the wait. Returns the SQEs taken.
     long enter(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) noexcept;
+
+    /// A provided-buffer ring (io_uring_buf_reg): recv with IOSQE_BUFFER_SELECT, multishot
+    /// included, then takes its buffers from the ring's head as the kernel would, and says
+    /// which in the CQE (IORING_CQE_F_BUFFER). -EEXIST for a group already registered,
+    /// -EINVAL for flags it lacks (incremental rings: the caller then registers a plain one).
+    int register_buf_ring(const io_uring_buf_reg& reg) noexcept;
+    int unregister_buf_ring(std::uint16_t bgid) noexcept;
 
     /// The opcodes this engine runs (for the Ring's probe).
     void fill_probe(Probe& p) const noexcept;

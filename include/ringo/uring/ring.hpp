@@ -190,6 +190,12 @@ public:
     /// Setup attempts that were refused before one worked (0: the first worked).
     [[nodiscard]] unsigned degradations() const noexcept { return degradations_; }
 
+    /// Registers a provided-buffer ring (IORING_REGISTER_PBUF_RING, io_uring_register_buf_ring;
+    /// on the epoll engine, the engine's own buffer selection): 0 or -errno.
+    int register_buf_ring(io_uring_buf_reg& reg) noexcept;
+    /// Unregisters buffer group `bgid`: 0 or -errno.
+    int unregister_buf_ring(std::uint16_t bgid) noexcept;
+
     Probe& probe() noexcept { return probe_; }
     const Probe& probe() const noexcept { return probe_; }
     io_uring& raw() noexcept { return ring_; }
