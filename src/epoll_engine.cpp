@@ -175,6 +175,8 @@ constexpr Way ways[] = {
     {opc::ftruncate, How::thread_pool},
     {opc::bind, How::at_once},
     {opc::listen, How::at_once},
+    {opc::splice, How::thread_pool},
+    {opc::tee, How::thread_pool},
 };
 // clang-format on
 
@@ -644,6 +646,18 @@ struct EpollEngine::Impl {
                                 reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.off)),
                                 static_cast<int>(s.hardlink_flags)));
         case opc::close: return sys(::close(fd));
+        case opc::splice:
+        case opc::tee: {
+            // fd_in, its offset (-1: none) in the address field, fd_out and its offset in off.
+            std::int32_t in;
+            std::memcpy(&in, reinterpret_cast<const char*>(&s) + 44, sizeof in);
+            const unsigned flags = s.splice_flags & ~SPLICE_F_FD_IN_FIXED;
+            if (s.opcode == opc::tee)
+                return sys(::tee(in, fd, s.len, flags));
+            loff_t oin = static_cast<loff_t>(s.addr), oout = static_cast<loff_t>(s.off);
+            return sys(::splice(in, s.addr == ~std::uint64_t{0} ? nullptr : &oin, fd,
+                                s.off == ~std::uint64_t{0} ? nullptr : &oout, s.len, flags));
+        }
         default: return -EOPNOTSUPP;
         }
     }
@@ -983,6 +997,14 @@ struct EpollEngine::Impl {
         case opc::write:
         case opc::readv:
         case opc::writev: break;
+        case opc::splice:
+        case opc::tee:
+            if (s.splice_flags & SPLICE_F_FD_IN_FIXED) {
+                finish(p, -EBADF); // no registered file table
+                return;
+            }
+            to_pool(p); // a file's side may block; a pipe's is served as it comes
+            return;
         case opc::fsync:
         case opc::sync_file_range:
         case opc::fallocate:
