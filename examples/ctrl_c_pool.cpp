@@ -5,6 +5,8 @@
 //   ctrl_c_pool [THREADS [GRACE_MS]]   or   ctrl_c_pool [--threads THREADS] [--grace-ms GRACE_MS]
 // Exit status 0 after a signal, 1 when the pool or the signal wait could not be set up, 2 for
 // bad arguments.
+#include "args.hpp"
+
 #include <ringo/io/signal.hpp>
 #include <ringo/ringo.hpp>
 
@@ -12,13 +14,12 @@
 
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -63,7 +64,7 @@ int run(std::size_t threads, std::chrono::milliseconds grace) {
         throw;
     }
     if (sig < 0)
-        std::fprintf(stderr, "waiting for a signal: %s\n", std::strerror(-sig));
+        std::fprintf(stderr, "ctrl_c_pool: waiting for a signal: %s\n", std::strerror(-sig));
     else
         std::printf("got %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 
@@ -83,66 +84,21 @@ constexpr const char* usage_text = "usage: ctrl_c_pool [THREADS [GRACE_MS]]\n"
                                    "  GRACE_MS  how long the tasks may go on after the signal, 0 to 3600000\n"
                                    "            milliseconds (default 2000)\n";
 
-constexpr unsigned long max_threads = 256;
-constexpr unsigned long max_grace_ms = 3'600'000; // an hour
-
-// A usage error: what is wrong, the usage, status 2.
-int usage_error(const std::string& why) {
-    std::fprintf(stderr, "ctrl_c_pool: %s\n%s", why.c_str(), usage_text);
-    return 2;
-}
-
-// A decimal number from `min` to `max`: digits only (no sign, space or base prefix), no wrap.
-std::optional<unsigned long> parse_number(std::string_view s, unsigned long min, unsigned long max) {
-    unsigned long v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || v < min || v > max)
-        return std::nullopt;
-    return v;
-}
+constexpr std::uint64_t max_threads = 256;
+constexpr std::uint64_t max_grace_ms = 3'600'000; // an hour
 
 } // namespace
 
 int main(int argc, char** argv) {
-    std::optional<unsigned long> threads, grace;
-    int positional = 0;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            return 0;
-        }
-        std::string_view v = a;
-        bool is_threads = false;
-        if (a == "--threads" || a == "--grace-ms") {
-            if (i + 1 >= argc)
-                return usage_error(std::string(a) + " needs a value");
-            v = argv[++i];
-            is_threads = a == "--threads";
-        } else if (a.size() > 1 && a[0] == '-' && (a[1] < '0' || a[1] > '9')) {
-            return usage_error("unknown option " + std::string(a));
-        } else if (++positional > 2) {
-            return usage_error("unexpected argument '" + std::string(a) + "'");
-        } else {
-            is_threads = positional == 1;
-        }
-        std::optional<unsigned long>& slot = is_threads ? threads : grace;
-        if (slot)
-            return usage_error(is_threads ? "the thread count is given twice" : "the grace period is given twice");
-        slot = is_threads ? parse_number(v, 1, max_threads) : parse_number(v, 0, max_grace_ms);
-        if (!slot)
-            return usage_error(is_threads
-                                   ? "the thread count must be a number from 1 to 256, not '" + std::string(v) + "'"
-                                   : "the grace period must be a number of milliseconds from 0 to 3600000, "
-                                     "not '" +
-                                         std::string(v) + "'");
+    args::Parser p("ctrl_c_pool", usage_text, argc, argv);
+    args::Slot slots[] = {{"--threads", "THREADS", 1, max_threads}, {"--grace-ms", "GRACE_MS", 0, max_grace_ms}};
+    while (std::optional<std::string_view> a = p.next()) {
+        if (!p.take(*a, slots))
+            p.unknown(*a);
     }
+    std::size_t threads = slots[0].value.value_or(2);
+    std::chrono::milliseconds grace(slots[1].value.value_or(2000));
 
     ringo::block_signals({SIGINT, SIGTERM}); // first: every thread started from here inherits it
-    try {
-        return run(threads.value_or(2), std::chrono::milliseconds(grace.value_or(2000)));
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "ctrl_c_pool: %s\n", e.what());
-        return 1;
-    }
+    return args::report_setup_errors("ctrl_c_pool", [&] { return run(threads, grace); });
 }

@@ -5,19 +5,21 @@
 // loop (net::accept_loop) waits and accepts again once connections close.
 //   ctrl_c_server [PORT [GRACE_MS]]   or   ctrl_c_server [--port PORT] [--grace-ms GRACE_MS]
 // The first line of output is "listening on port <P>"; exit status 0 after a signal, 1 when
-// the server could not listen or accept, 2 for bad arguments.
+// it could not be set up (a ring or a signalfd), listen or accept ("ctrl_c_server: <reason>"
+// on stderr), 2 for bad arguments (examples/args.hpp).
+#include "args.hpp"
+
 #include <ringo/io/signal.hpp>
 #include <ringo/net/accept_loop.hpp>
 #include <ringo/ringo.hpp>
 
 #include <signal.h>
 
-#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -50,7 +52,8 @@ ringo::Task<int> serve(std::uint16_t port, std::chrono::milliseconds grace) {
 
     auto listener = co_await ringo::net::TcpListener::bind(ringo::net::SocketAddr::v4_loopback(port));
     if (!listener) {
-        std::fprintf(stderr, "listen: %s\n", listener.error().message().c_str());
+        std::fprintf(stderr, "ctrl_c_server: cannot listen on 127.0.0.1:%u: %s\n", port,
+                     listener.error().message().c_str());
         co_return 1;
     }
     std::printf("listening on port %u\n", listener->local_addr()->port());
@@ -61,7 +64,7 @@ ringo::Task<int> serve(std::uint16_t port, std::chrono::milliseconds grace) {
     auto [which, v] = co_await ringo::when_any(accept_all(*listener, handlers), stop.next());
     int status = 0;
     if (which == 0 || v < 0) { // the listening socket failed, or reading the signals did
-        std::fprintf(stderr, "%s: %s\n", which == 0 ? "accept" : "signals", std::strerror(-v));
+        std::fprintf(stderr, "ctrl_c_server: %s: %s\n", which == 0 ? "accept" : "signals", std::strerror(-v));
         status = 1;
     } else {
         std::printf("got %s, stopping\n", v == SIGINT ? "SIGINT" : "SIGTERM");
@@ -87,58 +90,20 @@ constexpr const char* usage_text = "usage: ctrl_c_server [PORT [GRACE_MS]]\n"
                                    "  GRACE_MS  how long open connections may go on after the signal, 0 to 3600000\n"
                                    "            milliseconds (default 2000)\n";
 
-constexpr unsigned long max_grace_ms = 3'600'000; // an hour
-
-// A usage error: what is wrong, the usage, status 2.
-int usage_error(const std::string& why) {
-    std::fprintf(stderr, "ctrl_c_server: %s\n%s", why.c_str(), usage_text);
-    return 2;
-}
-
-// A decimal number from 0 to `max`: digits only (no sign, space or base prefix), no wrap.
-std::optional<unsigned long> parse_number(std::string_view s, unsigned long max) {
-    unsigned long v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || v > max)
-        return std::nullopt;
-    return v;
-}
+constexpr std::uint64_t max_grace_ms = 3'600'000; // an hour
 
 } // namespace
 
 int main(int argc, char** argv) {
-    std::optional<unsigned long> port, grace;
-    int positional = 0;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            return 0;
-        }
-        std::string_view v = a;
-        bool is_port = false;
-        if (a == "--port" || a == "--grace-ms") {
-            if (i + 1 >= argc)
-                return usage_error(std::string(a) + " needs a value");
-            v = argv[++i];
-            is_port = a == "--port";
-        } else if (a.size() > 1 && a[0] == '-' && (a[1] < '0' || a[1] > '9')) {
-            return usage_error("unknown option " + std::string(a));
-        } else if (++positional > 2) {
-            return usage_error("unexpected argument '" + std::string(a) + "'");
-        } else {
-            is_port = positional == 1;
-        }
-        std::optional<unsigned long>& slot = is_port ? port : grace;
-        if (slot)
-            return usage_error(is_port ? "the port is given twice" : "the grace period is given twice");
-        slot = parse_number(v, is_port ? 65535 : max_grace_ms);
-        if (!slot)
-            return usage_error(is_port ? "the port must be a number from 0 to 65535, not '" + std::string(v) + "'"
-                                       : "the grace period must be a number of milliseconds from 0 to 3600000, "
-                                         "not '" +
-                                             std::string(v) + "'");
+    args::Parser p("ctrl_c_server", usage_text, argc, argv);
+    args::Slot slots[] = {{"--port", "PORT", 0, 65535}, {"--grace-ms", "GRACE_MS", 0, max_grace_ms}};
+    while (std::optional<std::string_view> a = p.next()) {
+        if (!p.take(*a, slots))
+            p.unknown(*a);
     }
-    return ringo::block_on(
-        serve(static_cast<std::uint16_t>(port.value_or(7000)), std::chrono::milliseconds(grace.value_or(2000))));
+    auto port = static_cast<std::uint16_t>(slots[0].value.value_or(7000));
+    std::chrono::milliseconds grace(slots[1].value.value_or(2000));
+    // A ring or a signalfd that cannot be made (too few descriptors, io_uring and epoll both
+    // refused) throws: "ctrl_c_server: <what>", status 1.
+    return args::report_setup_errors("ctrl_c_server", [&] { return ringo::block_on(serve(port, grace)); });
 }

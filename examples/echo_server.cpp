@@ -12,6 +12,8 @@
 //
 // The first line of output is "listening on port <P>". tests/examples/test_echo_server.py
 // runs it against socat, nc and 200 concurrent connections.
+#include "args.hpp"
+
 #include <ringo/io/signal.hpp>
 #include <ringo/net/accept_loop.hpp>
 #include <ringo/ringo.hpp>
@@ -20,12 +22,10 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -137,7 +137,7 @@ Task<std::optional<ShardStats>> run_single(SocketAddr addr) {
     ringo::SignalSet signals{SIGINT, SIGTERM};
     Result<TcpListener> l = co_await open_listener(addr, false);
     if (!l) {
-        std::fprintf(stderr, "listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
+        std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
         co_return std::nullopt;
     }
     std::printf("listening on port %u\n", l->local_addr().value().port());
@@ -158,7 +158,8 @@ std::optional<std::vector<ShardStats>> run_pool(SocketAddr addr, std::size_t thr
     for (std::size_t i = 0; i < threads; ++i) { // the first binds port 0; the others its port
         Result<TcpListener> l = pool.spawn_on(i, open_listener(addr, true)).join();
         if (!l) {
-            std::fprintf(stderr, "listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
+            std::fprintf(stderr, "echo_server: cannot listen on %s: %s\n", addr.to_string().c_str(),
+                         l.message().c_str());
             return std::nullopt;
         }
         if (i == 0)
@@ -195,76 +196,47 @@ constexpr const char* usage_text =
     "  --threads N    runtimes (threads), each with its own listening socket, 1 to 256 (default 1)\n"
     "  --host ADDR    IPv4 or IPv6 address to listen on (default 127.0.0.1)\n";
 
-// A usage error: what is wrong, the usage, status 2.
-int usage_error(const std::string& why) {
-    std::fprintf(stderr, "echo_server: %s\n%s", why.c_str(), usage_text);
-    return 2;
-}
-
-// A decimal number from `min` to `max`: digits only (no sign, space or base prefix), no wrap.
-std::optional<unsigned long> parse_number(std::string_view s, unsigned long min, unsigned long max) {
-    unsigned long v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || v < min || v > max)
-        return std::nullopt;
-    return v;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
-    unsigned long port = 7000, threads = 1;
-    std::string host = "127.0.0.1";
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            return 0;
-        }
-        if (a != "--port" && a != "--threads" && a != "--host")
-            return usage_error("unknown option " + std::string(a));
-        if (i + 1 >= argc)
-            return usage_error(std::string(a) + " needs a value");
-        std::string_view v = argv[++i];
-        if (a == "--host") {
-            host = v;
-        } else if (a == "--port") {
-            std::optional<unsigned long> n = parse_number(v, 0, 65535);
-            if (!n)
-                return usage_error("--port wants a number from 0 to 65535, not '" + std::string(v) + "'");
-            port = *n;
-        } else {
-            std::optional<unsigned long> n = parse_number(v, 1, 256);
-            if (!n)
-                return usage_error("--threads wants a number from 1 to 256, not '" + std::string(v) + "'");
-            threads = *n;
-        }
+    args::Parser p("echo_server", usage_text, argc, argv);
+    std::uint64_t port = 7000, threads = 1;
+    std::string_view host = "127.0.0.1";
+    while (std::optional<std::string_view> a = p.next()) {
+        if (*a == "--host")
+            host = p.value(*a);
+        else if (*a == "--port")
+            port = p.number(*a, 0, 65535);
+        else if (*a == "--threads")
+            threads = p.number(*a, 1, 256);
+        else
+            p.unknown(*a);
     }
-    std::optional<SocketAddr> addr = SocketAddr::parse_ip(host, static_cast<std::uint16_t>(port));
-    if (!addr)
-        return usage_error("--host wants an IPv4 or IPv6 address, not '" + host + "'");
+    SocketAddr addr = p.address("--host", host, static_cast<std::uint16_t>(port));
 
     // Before any thread starts: every thread inherits the mask, so none of them takes SIGINT
     // or SIGTERM the ordinary way (docs/signals.md). The signals are read as data instead.
     ringo::block_signals({SIGINT, SIGTERM});
 
     std::vector<ShardStats> shards;
-    try { // what setting up a ring, a pool or a signalfd throws (no io_uring, no descriptors ...)
+    // What setting up a ring, a pool or a signalfd throws (no io_uring, no descriptors ...):
+    // "echo_server: <what>", status 1.
+    int status = args::report_setup_errors("echo_server", [&] {
         if (threads == 1) {
-            std::optional<ShardStats> s = ringo::block_on(run_single(*addr));
+            std::optional<ShardStats> s = ringo::block_on(run_single(addr));
             if (!s)
                 return 1;
             shards.push_back(*s);
         } else {
-            auto all = run_pool(*addr, static_cast<std::size_t>(threads));
+            auto all = run_pool(addr, static_cast<std::size_t>(threads));
             if (!all)
                 return 1;
             shards = std::move(*all);
         }
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "echo_server: %s\n", e.what());
-        return 1;
-    }
+        return 0;
+    });
+    if (status != 0)
+        return status;
 
     ShardStats total;
     for (std::size_t i = 0; i < shards.size(); ++i) {

@@ -25,6 +25,7 @@
 // runtime (net::ShardedListener). Prints `listening on port P` first. Try it with
 //   curl -v http://127.0.0.1:P/            wrk -c100 -d5s http://127.0.0.1:P/file
 // The request parser is examples/http_parser.hpp (fuzzed by tests/fuzz/fuzz_http_parser.cpp).
+#include "args.hpp"
 #include "http_parser.hpp"
 
 #include <ringo/io/signal.hpp>
@@ -40,7 +41,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -610,14 +610,14 @@ struct Options {
     std::size_t threads = 1;
     std::chrono::milliseconds grace{2000};
     std::chrono::seconds idle{60};
-    bool splice = false;
+    std::string_view body = "sendfile"; // or "splice"
 };
 
 constexpr const char* usage_text =
     "usage: http_file_server --root DIR [options]\n"
     "  --root DIR              the folder to serve (required)\n"
     "  --port P                the TCP port, 0 for any free one (8080)\n"
-    "  --threads N             runtimes, 1 to 1024; more than 1: a RuntimePool, one listener each (1)\n"
+    "  --threads N             runtimes, 1 to 256; more than 1: a RuntimePool, one listener each (1)\n"
     "  --idle-timeout S        close a connection that makes no progress for S seconds, 1 to 86400:\n"
     "                          no whole request head, or no byte of the answer taken (60)\n"
     "  --grace-ms MS           after Ctrl-C, how long open connections may take to finish,\n"
@@ -626,58 +626,35 @@ constexpr const char* usage_text =
     "  --body sendfile|splice  how files over 16 KiB are sent (sendfile)\n"
     "  --help                  this text\n";
 
-[[noreturn]] void usage(std::string_view why) {
-    std::fprintf(stderr, "http_file_server: %.*s\n%s", static_cast<int>(why.size()), why.data(), usage_text);
-    std::exit(2);
-}
-
-// The decimal number `v` of `option`, from `lo` to `hi`; the usage otherwise.
-std::uint64_t number(std::string_view option, std::string_view v, std::uint64_t lo, std::uint64_t hi) {
-    std::uint64_t n = 0;
-    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n); // digits only: no sign, no space
-    if (v.empty() || ec != std::errc{} || end != v.data() + v.size() || n < lo || n > hi)
-        usage(std::string(option) + " takes a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
-              ", not '" + std::string(v) + "'");
-    return n;
-}
-
 Options parse_options(int argc, char** argv) {
+    args::Parser p("http_file_server", usage_text, argc, argv);
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            std::exit(0);
-        }
-        if (a != "--root" && a != "--inline" && a != "--body" && a != "--port" && a != "--threads" &&
-            a != "--grace-ms" && a != "--idle-timeout")
-            usage("unknown option '" + std::string(a) + "'");
-        if (i + 1 >= argc)
-            usage(std::string(a) + " needs a value");
-        std::string_view v = argv[++i];
-        if (a == "--root")
-            o.root = argv[i];
-        else if (a == "--inline")
-            o.inline_answer = v;
-        else if (a == "--body" && (v == "sendfile" || v == "splice"))
-            o.splice = v == "splice";
-        else if (a == "--body")
-            usage("--body takes sendfile or splice");
-        else if (a == "--port")
-            o.port = static_cast<std::uint16_t>(number(a, v, 0, 65535));
-        else if (a == "--threads")
-            o.threads = number(a, v, 1, 1024);
-        else if (a == "--grace-ms")
-            o.grace = std::chrono::milliseconds(number(a, v, 0, 86'400'000));
+    while (std::optional<std::string_view> a = p.next()) {
+        if (*a == "--root")
+            o.root = p.value(*a).data(); // argv's own string: NUL-terminated
+        else if (*a == "--inline")
+            o.inline_answer = p.value(*a);
+        else if (*a == "--body")
+            o.body = p.value(*a);
+        else if (*a == "--port")
+            o.port = static_cast<std::uint16_t>(p.number(*a, 0, 65535));
+        else if (*a == "--threads")
+            o.threads = p.number(*a, 1, 256);
+        else if (*a == "--grace-ms")
+            o.grace = std::chrono::milliseconds(p.number(*a, 0, 86'400'000));
+        else if (*a == "--idle-timeout")
+            o.idle = std::chrono::seconds(p.number(*a, 1, 86'400));
         else
-            o.idle = std::chrono::seconds(number(a, v, 1, 86'400));
+            p.unknown(*a);
     }
     if (!o.root)
-        usage("--root is required");
+        p.fail("--root is required");
+    if (o.body != "sendfile" && o.body != "splice")
+        p.fail("--body takes sendfile or splice, not '" + std::string(o.body) + "'");
     std::size_t colon = o.inline_answer.find(':');
     if (!o.inline_answer.empty() && (colon == std::string_view::npos || o.inline_answer.front() != '/' ||
                                      o.inline_answer.size() - colon - 1 > small_file))
-        usage("--inline takes /PATH:TEXT (TEXT up to 16 KiB)");
+        p.fail("--inline takes /PATH:TEXT (TEXT up to 16 KiB)");
     return o;
 }
 
@@ -748,24 +725,25 @@ int serve_pool(Server& srv, const Options& o) {
 
 } // namespace
 
-int main(int argc, char** argv) try {
+int main(int argc, char** argv) {
     Options o = parse_options(argc, argv);
-    Server srv;
-    srv.splice = o.splice;
-    if (!o.inline_answer.empty()) {
-        std::size_t colon = o.inline_answer.find(':');
-        srv.inline_path = o.inline_answer.substr(0, colon);
-        srv.inline_body = o.inline_answer.substr(colon + 1);
-    }
-    srv.root = ringo::Fd(::open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!srv.root) {
-        std::fprintf(stderr, "http_file_server: %s: %s\n", o.root, std::strerror(errno));
-        return 1;
-    }
-    ::signal(SIGPIPE, SIG_IGN); // sendfile or splice into a socket the client closed: EPIPE, not a signal
-    srv.idle = o.idle;
-    return o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
-} catch (const std::exception& e) { // a runtime or pool that cannot be set up (io_uring, threads, memory)
-    std::fprintf(stderr, "http_file_server: %s\n", e.what());
-    return 1;
+    // A runtime or pool that cannot be set up (io_uring and epoll both refused, descriptors,
+    // threads, memory) throws: "http_file_server: <what>", status 1.
+    return args::report_setup_errors("http_file_server", [&] {
+        Server srv;
+        srv.splice = o.body == "splice";
+        if (!o.inline_answer.empty()) {
+            std::size_t colon = o.inline_answer.find(':');
+            srv.inline_path = o.inline_answer.substr(0, colon);
+            srv.inline_body = o.inline_answer.substr(colon + 1);
+        }
+        srv.root = ringo::Fd(::open(o.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!srv.root) {
+            std::fprintf(stderr, "http_file_server: %s: %s\n", o.root, std::strerror(errno));
+            return 1;
+        }
+        ::signal(SIGPIPE, SIG_IGN); // sendfile or splice into a socket the client closed: EPIPE, not a signal
+        srv.idle = o.idle;
+        return o.threads == 1 ? ringo::block_on(serve_one_runtime(srv, o)) : serve_pool(srv, o);
+    });
 }

@@ -15,11 +15,14 @@ Checks:
   malformed numbers, trailing garbage, a huge grace period, unknown options, a missing value
   or an extra argument print a reason and the usage on stderr and exit 2 (never an abort,
   never a server on some other port);
+- set-up failures (a port another socket holds, RLIMIT_NOFILE 4 or 5 so that the ring, the
+  signalfd or the listening socket cannot be made, RINGO_ENGINE=epoll): exit code 1 and
+  'ctrl_c_server: <reason>' on stderr, never an abort ('terminate called');
 - both forms still work: `ctrl_c_server 0 200` (as tests/test_io_signal.cpp runs it) and
   `--port 0 --grace-ms 200`, each echoing and stopping with exit code 0 on a signal.
 
-test_ctrl_c_pool.py, test_sharded_echo.py and test_echo_server.py import the helpers below
-(flood, check_arguments, positional ...) from here.
+The other example scripts import the helpers below (flood, check_arguments, positional,
+setup_failure ...) from here.
 Every run and every client has a deadline. Exits 1 on any failed check.
 """
 import contextlib
@@ -215,6 +218,71 @@ def check_arguments(binary, name, bad, timeout=5):
                                          f"got {r.returncode}, stdout {r.stdout[:80]!r}, stderr {r.stderr[:300]!r}"))
 
 
+@contextlib.contextmanager
+def held_port():
+    """A port on 127.0.0.1 that a listening socket without SO_REUSEPORT holds for the duration,
+    so that a server cannot bind it (nor 0.0.0.0 on that port)."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+    finally:
+        holder.close()
+
+
+def setup_failure(binary, name, args, nofile=None, env=None, words=(), timeout=20):
+    """Runs `binary args...` to its end where it cannot be set up: with RLIMIT_NOFILE's soft
+    limit at `nofile` (set in the child before exec; 4 leaves one descriptor beside stdin,
+    stdout and stderr) and `env` added to its environment. Returns (ok, what): ok when it exits
+    with status 1 without printing 'listening', the first line of its stderr is
+    '<name>: <reason>' holding each of `words`, and nothing says 'terminate called' or reports
+    a sanitizer error; ok is None when UBSan's false report for a program out of descriptors
+    ended it (ubsan_out_of_descriptors), which says nothing about the program."""
+    def lower():
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    shown = " ".join([name, *args] + [f"{k}={v}" for k, v in (env or {}).items()])
+    if nofile is not None:
+        shown += f" (RLIMIT_NOFILE {nofile})"
+    try:
+        r = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout, preexec_fn=lower,
+                           env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired:
+        return False, f"{shown}: still running after {timeout} s"
+    if ubsan_out_of_descriptors(r.stderr):
+        return None, f"{shown}: UBSan's false 'invalid vptr' report while out of descriptors"
+    first = r.stderr.splitlines()[0] if r.stderr else ""
+    clean = ("terminate called" not in r.stderr and "AddressSanitizer" not in r.stderr and
+             "LeakSanitizer" not in r.stderr and "runtime error" not in r.stderr)
+    ok = (r.returncode == 1 and "listening" not in r.stdout and first.startswith(f"{name}: ") and
+          all(w in first for w in words) and clean)
+    if ok:
+        return True, f"{shown}: exit code 1, {first!r}"
+    return False, (f"{shown}: exit code 1 and '{name}: <reason>' with {list(words)} on stderr expected; got "
+                   f"{r.returncode}, stdout {r.stdout[-200:]!r}, stderr {r.stderr[-600:]!r}")
+
+
+def check_setup_failure(*args, **kwargs):
+    """setup_failure(...) as a counted check (a skip is printed, not counted)."""
+    ok, what = setup_failure(*args, **kwargs)
+    if ok is None:
+        print("skip " + what)
+        return True
+    return check(ok, what)
+
+
+def test_setup_failures(binary):
+    """A port another socket holds; and too few descriptors: with 4 the signalfd cannot be
+    made beside the ring (on the epoll engine, the ring itself), with RINGO_ENGINE=epoll the
+    ring cannot, with 5 the listening socket cannot (on the epoll engine, the ring again)."""
+    with held_port() as port:
+        check_setup_failure(binary, "ctrl_c_server", [str(port)], words=("cannot listen", "in use"))
+    for nofile, env in ((4, None), (4, {"RINGO_ENGINE": "epoll"}), (5, None)):
+        check_setup_failure(binary, "ctrl_c_server", ["0"], nofile=nofile, env=env, words=("Too many open files",))
+
+
 def test_out_of_descriptors(binary):
     srv, kept = flood(binary, ["--grace-ms", str(GRACE_MS)])
     try:
@@ -293,7 +361,7 @@ def test_both_forms(binary):
 def main():
     if not BIN:
         raise SystemExit(__doc__)
-    return run_all([test_arguments, test_both_forms, test_out_of_descriptors], BIN)
+    return run_all([test_arguments, test_setup_failures, test_both_forms, test_out_of_descriptors], BIN)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ count exactly the connections and bytes the clients made. Then, with one runtime
 descriptors (RLIMIT_NOFILE 64, 100 clients) it keeps serving, and the clients that waited are
 served once others close; and the arguments: --help and -h print the usage and exit 0, bad
 ones (a port above 65535, 0 or 257 threads, a negative or malformed number, a bad --host,
-an unknown option, a missing value) a reason and the usage on stderr with exit code 2.
+an unknown option, a missing value) a reason and the usage on stderr with exit code 2; and
+set-up failures (a port in use, RLIMIT_NOFILE 4) exit code 1 with 'echo_server: <reason>'.
 Exits non-zero on any mismatch.
 """
 import hashlib
@@ -29,7 +30,8 @@ import time
 
 import checks
 from example_server import Failure, Server, check
-from test_ctrl_c_server import CLIENTS, check_arguments, check_closed, flood, no_leak_report, stderr_complete
+from test_ctrl_c_server import (CLIENTS, check_arguments, check_closed, check_setup_failure, flood, held_port,
+                                no_leak_report, stderr_complete)
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -231,6 +233,18 @@ def test_arguments():
     check_arguments(BIN, "echo_server", bad)
 
 
+def test_setup_failures():
+    """A port another socket holds, and RLIMIT_NOFILE 4 (no room for the signalfd beside the
+    ring, or for the pool's second ring; on the epoll engine, for the ring): exit code 1 and
+    'echo_server: <reason>' on stderr, never an abort."""
+    for threads in ("1", "2"):
+        with held_port() as port:
+            check_setup_failure(BIN, "echo_server", ["--port", str(port), "--threads", threads],
+                                words=("cannot listen", "in use"))
+        check_setup_failure(BIN, "echo_server", ["--port", "0", "--threads", threads], nofile=4,
+                            words=("Too many open files",))
+
+
 def main():
     if not BIN:
         raise SystemExit(__doc__)
@@ -240,6 +254,7 @@ def main():
         test_stop_with_open_connection()
         test_out_of_descriptors()
         test_arguments()
+        test_setup_failures()
     except Failure as e:
         print(f"FAIL: {e}", file=sys.stderr)
         return 1

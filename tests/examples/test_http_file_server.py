@@ -18,7 +18,8 @@ client cannot be made to send a malformed request), with one runtime and with a 
     while clients that make progress are served; no io-wq thread held per stuck client;
   - an idle connection holds no request buffers (resident memory per idle connection);
   - out of descriptors (a lowered RLIMIT_NOFILE): the server keeps running and serves again;
-  - arguments: --help, and bad values refused with the usage and status 2;
+  - arguments: --help, and bad values refused with the usage and status 2; a port in use and
+    too few descriptors for a ring: status 1 and 'http_file_server: <reason>', no abort;
   - Ctrl-C: idle connections end at once, an answer being sent completes, new connections are
     refused, exit status 0; and a client that stops reading is cancelled after the grace period.
 
@@ -36,6 +37,7 @@ import tempfile
 import time
 
 import example_server
+from test_ctrl_c_server import held_port, setup_failure
 
 EXE = sys.argv[1]
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -514,6 +516,20 @@ def test_arguments(root):
         check(rc == 2 and "usage: http_file_server" in err and "listening" not in out,
               f"bad arguments {' '.join(args)!r}: status {rc} (want 2, the usage): {out!r} {err[-200:]!r}")
 
+def test_setup_failures(root):
+    """A port another socket holds, and RLIMIT_NOFILE 4 (the served folder takes the one
+    descriptor left, so no ring can be made): exit code 1 and 'http_file_server: <reason>'
+    on stderr, never an abort."""
+    for threads in ("1", "2"):
+        with held_port() as port:
+            ok, what = setup_failure(EXE, "http_file_server", ["--root", root, "--port", str(port), "--threads", threads],
+                                     words=("in use",))
+        check(ok is not False, what)
+        ok, what = setup_failure(EXE, "http_file_server", ["--root", root, "--port", "0", "--threads", threads],
+                                 nofile=4, words=("Too many open files",))
+        check(ok is not False, what)
+
+
 def parse_ab(out):
     def num(pattern):
         m = re.search(pattern, out)
@@ -643,6 +659,7 @@ def main():
             test_descriptor_limit(root, threads)
         test_idle_memory(root)
         test_arguments(root)
+        test_setup_failures(root)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1
