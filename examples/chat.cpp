@@ -25,8 +25,12 @@
 //   chat [--port P] [--host ADDR] [--queue-bytes N] [--help]   (port 0: pick one; default 7001)
 //   nc 127.0.0.1 7001          # in two terminals: type lines, /nick NAME, /who, /quit
 //
-// The first line of output is "listening on port <P>". tests/examples/test_chat.py runs it
-// with several clients (Python sockets, socat, nc), hostile ones among them.
+// The first line of output is "listening on port <P>". Exit status 0 after a signal; 1 when it
+// cannot be set up (a ring, a signalfd), listen or accept, or reading the signals fails
+// ("chat: <reason>" on stderr); 2 for bad arguments (examples/args.hpp).
+// tests/examples/test_chat.py runs it with several clients (Python sockets, socat, nc),
+// hostile ones among them.
+#include "args.hpp"
 #include "chat_protocol.hpp"
 
 #include <ringo/io/signal.hpp>
@@ -62,8 +66,8 @@ namespace {
 constexpr auto write_timeout = 10s; // a client whose writer moves no byte for this long is dropped
 constexpr auto stuck_after = 1s;    // a send pending this long: its client does not read now
 constexpr auto grace = 2s;          // for the connections to close when the server stops
-constexpr std::size_t default_queue = 64 * 1024;
-constexpr std::size_t min_queue = 1024, max_queue = std::size_t{1} << 30;
+constexpr std::uint64_t default_queue = 64 * 1024;
+constexpr std::uint64_t min_queue = 1024, max_queue = std::uint64_t{1} << 30;
 
 // Wakes every task waiting on `e` now; later waits wait again (one runtime: nothing runs in
 // between).
@@ -416,8 +420,6 @@ Task<int> accept_all(TcpListener& l, Room& room, ringo::TaskScope& sessions, std
         sessions.spawn(session(std::move(s), room));
     };
     std::error_code e = co_await ringo::net::accept_loop(l, start);
-    if (e)
-        std::fprintf(stderr, "accept: %s\n", e.message().c_str());
     co_return -e.value();
 }
 
@@ -425,7 +427,7 @@ Task<int> serve(SocketAddr addr, std::size_t queue_bytes) {
     ringo::SignalSet signals{SIGINT, SIGTERM}; // one thread: this is all the masking it needs
     Result<TcpListener> l = co_await TcpListener::bind(addr);
     if (!l) {
-        std::fprintf(stderr, "listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
+        std::fprintf(stderr, "chat: cannot listen on %s: %s\n", addr.to_string().c_str(), l.message().c_str());
         co_return 1;
     }
     std::printf("listening on port %u\n", l->local_addr().value().port());
@@ -435,10 +437,16 @@ Task<int> serve(SocketAddr addr, std::size_t queue_bytes) {
     ringo::TaskScope sessions; // after the room: every session ends before the room goes
     std::uint64_t accepted = 0;
     auto [which, v] = co_await ringo::when_any(accept_all(*l, room, sessions, accepted), signals.next());
-    if (which == 0)
-        std::fprintf(stderr, "stopped accepting: %s\n", std::strerror(-v));
-    else
-        std::printf("got %s, stopping\n", v == SIGINT ? "SIGINT" : v == SIGTERM ? "SIGTERM" : std::strerror(-v));
+    int status = 0;
+    if (which == 0) { // the listening socket failed
+        std::fprintf(stderr, "chat: accept: %s; stopping\n", std::strerror(-v));
+        status = 1;
+    } else if (v < 0) { // the signalfd could not be read: no signal could stop the server
+        std::fprintf(stderr, "chat: reading the signals: %s; stopping\n", std::strerror(-v));
+        status = 1;
+    } else {
+        std::printf("got %s, stopping\n", v == SIGINT ? "SIGINT" : "SIGTERM");
+    }
     std::fflush(stdout);
     Result<void> closed = co_await l->close();
     (void)closed;
@@ -449,7 +457,7 @@ Task<int> serve(SocketAddr addr, std::size_t queue_bytes) {
     std::printf("chat: %llu connections, %llu messages, %llu dropped; %zu open at stop, %s\n",
                 static_cast<unsigned long long>(accepted), static_cast<unsigned long long>(room.messages()),
                 static_cast<unsigned long long>(room.dropped()), open, finished ? "all closed" : "the rest cancelled");
-    co_return which == 0 ? 1 : 0;
+    co_return status;
 }
 
 constexpr const char* usage_text =
@@ -460,60 +468,24 @@ constexpr const char* usage_text =
     "                    reading, 1024 to 1073741824 (default 65536)\n"
     "  --help            this text\n";
 
-// A usage error: what is wrong, the usage, status 2.
-int usage_error(const std::string& why) {
-    std::fprintf(stderr, "chat: %s\n%s", why.c_str(), usage_text);
-    return 2;
-}
-
-// A decimal number from 0 to `max`: digits only (no sign, space or base prefix), no wrap.
-std::optional<unsigned long long> parse_number(std::string_view s, unsigned long long max) {
-    if (s.empty() || s.size() > 19)
-        return std::nullopt;
-    unsigned long long v = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9')
-            return std::nullopt;
-        v = v * 10 + static_cast<unsigned>(c - '0');
-    }
-    if (v > max)
-        return std::nullopt;
-    return v;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
-    unsigned long long port = 7001, queue = default_queue;
-    std::string host = "127.0.0.1";
-    for (int i = 1; i < argc; ++i) {
-        std::string_view a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            return 0;
-        }
-        if (a != "--port" && a != "--queue-bytes" && a != "--host")
-            return usage_error("unknown option " + std::string(a));
-        if (i + 1 >= argc)
-            return usage_error(std::string(a) + " needs a value");
-        std::string_view v = argv[++i];
-        std::optional<unsigned long long> n;
-        if (a == "--host") {
-            host = v;
-        } else if (a == "--port") {
-            if (!(n = parse_number(v, 65535)))
-                return usage_error("--port wants a number from 0 to 65535, not '" + std::string(v) + "'");
-            port = *n;
-        } else {
-            if (!(n = parse_number(v, max_queue)) || *n < min_queue)
-                return usage_error("--queue-bytes wants a number from 1024 to 1073741824, not '" + std::string(v) +
-                                   "'");
-            queue = *n;
-        }
+    args::Parser p("chat", usage_text, argc, argv);
+    std::uint64_t port = 7001, queue = default_queue;
+    std::string_view host = "127.0.0.1";
+    while (std::optional<std::string_view> a = p.next()) {
+        if (*a == "--host")
+            host = p.value(*a);
+        else if (*a == "--port")
+            port = p.number(*a, 0, 65535);
+        else if (*a == "--queue-bytes")
+            queue = p.number(*a, min_queue, max_queue);
+        else
+            p.unknown(*a);
     }
-    std::optional<SocketAddr> addr = SocketAddr::parse_ip(host, 0);
-    if (!addr)
-        return usage_error("--host wants an IPv4 or IPv6 address, not '" + host + "'");
-    addr->set_port(static_cast<std::uint16_t>(port));
-    return ringo::block_on(serve(*addr, static_cast<std::size_t>(queue)));
+    SocketAddr addr = p.address("--host", host, static_cast<std::uint16_t>(port));
+    // A ring or a signalfd that cannot be made (too few descriptors, io_uring and epoll both
+    // refused) throws: "chat: <what>", status 1.
+    return args::report_setup_errors("chat", [&] { return ringo::block_on(serve(addr, queue)); });
 }

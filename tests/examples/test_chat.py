@@ -18,7 +18,9 @@ than their queues' caps together and is back when they leave; an asker that then
 all its answers); a flooder that sends as fast as its socket takes lines while a fast reader
 reads and 1 000 clients connect and close (the flooder is slowed, nobody is dropped, the fast
 reader gets every line in order). Bad arguments: status 2, the reason and the usage; --help:
-the usage, status 0. Each server is stopped with SIGINT and must exit with 0 (in sanitizer
+the usage, status 0. Set-up failures (a port another socket holds, RLIMIT_NOFILE 4 or 5 so
+that the ring, the signalfd or the listening socket cannot be made): status 1 and 'chat:
+<reason>' on stderr, no abort. Each server is stopped with SIGINT and must exit with 0 (in sanitizer
 builds that includes the leak check). RINGO_SANITIZE (non-empty in sanitizer builds) scales
 the /who flood down and skips the RSS bounds (ASan keeps freed memory in quarantine).
 """
@@ -33,6 +35,7 @@ import threading
 import time
 
 from example_server import Failure, Server, check
+from test_ctrl_c_server import held_port, setup_failure
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else None
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -593,12 +596,29 @@ def test_bad_arguments():
     print(f"bad arguments: --help and {len(wrong)} wrong ones as they should be")
 
 
+def test_setup_failures():
+    """A port another socket holds, and too few descriptors (RLIMIT_NOFILE 4: the signalfd
+    cannot be made beside the ring, or on the epoll engine the ring itself; RINGO_ENGINE=epoll:
+    the ring; 5: the listening socket, or the ring again): exit code 1 and 'chat: <reason>' on
+    stderr, never an abort ('terminate called')."""
+    results = []
+    with held_port() as port:
+        results.append(setup_failure(BIN, "chat", ["--port", str(port)], words=("cannot listen", "in use")))
+    for nofile, env in ((4, None), (4, {"RINGO_ENGINE": "epoll"}), (5, None)):
+        results.append(setup_failure(BIN, "chat", ["--port", "0"], nofile=nofile, env=env,
+                                     words=("Too many open files",)))
+    for ok, what in results:
+        print(("skip " if ok is None else "ok   " if ok else "FAIL ") + what, flush=True)
+    bad = [what for ok, what in results if ok is False]
+    check(not bad, "set-up failures: " + "; ".join(bad))
+
+
 def main():
     if not BIN:
         raise SystemExit(__doc__)
     failed = []
     t0 = time.monotonic()
-    for test in (test_bad_arguments, test_room, test_who_flood, test_flooder):
+    for test in (test_bad_arguments, test_setup_failures, test_room, test_who_flood, test_flooder):
         print(f"== {test.__name__}", flush=True)
         try:
             test()
