@@ -8,8 +8,12 @@
 // the file then cut to size). fs::copy does the same in one call, without registered buffers
 // or O_DIRECT; this shows how to write it by hand.
 //   copy SRC DST [--depth N] [--block-size B] [--direct] [--verbose]
-//   (B takes K, M or G; defaults: 8 blocks of 128K; --verbose reports bytes and time on stderr)
-// Exit status 0 when copied, 1 on an error (a line on stderr), 2 for bad arguments.
+//   (N is a count, 1 to 1024; B takes K, M or G; defaults: 8 blocks of 128K; --verbose reports
+//   bytes and time on stderr)
+// Exit status 0 when copied; 1 on an error, the runtime's set-up included (a line on stderr,
+// "copy: <reason>"); 2 for bad arguments (examples/args.hpp).
+#include "args.hpp"
+
 #include <ringo/ringo.hpp>
 
 #include <sys/stat.h>
@@ -24,6 +28,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -210,98 +215,84 @@ Task<int> run(const Options& o, ringo::fs::AlignedBuffer& buffers, bool fixed, r
     co_return 0;
 }
 
-std::optional<std::uint64_t> parse_size(const char* s) {
-    char* end = nullptr;
-    errno = 0;
-    if (*s < '0' || *s > '9') // strtoull would take a sign or spaces first
-        return std::nullopt;
-    unsigned long long v = std::strtoull(s, &end, 10);
-    if (errno != 0 || end == s)
-        return std::nullopt;
+// A size in bytes: digits with an optional K, M or G (k, m, g) after them (no sign or spaces),
+// from 1 to 1G.
+std::optional<std::uint64_t> parse_size(std::string_view s) {
     std::uint64_t unit = 1;
-    if (*end != '\0') {
-        switch (*end) {
+    if (!s.empty()) {
+        switch (s.back()) {
         case 'k':
         case 'K': unit = 1ull << 10; break;
         case 'm':
         case 'M': unit = 1ull << 20; break;
         case 'g':
         case 'G': unit = 1ull << 30; break;
-        default: return std::nullopt;
+        default: break;
         }
-        if (end[1] != '\0')
-            return std::nullopt;
     }
-    if (v > (~std::uint64_t{0}) / unit)
+    if (unit != 1)
+        s.remove_suffix(1);
+    std::optional<std::uint64_t> n = args::parse_unsigned(s, 1, (1ull << 30) / unit);
+    if (!n)
         return std::nullopt;
-    return v * unit;
+    return *n * unit;
 }
 
 constexpr const char* usage_text =
     "usage: copy SRC DST [--depth N] [--block-size B] [--direct] [--verbose]\n"
-    "  N: blocks in flight (1-1024, default 8); B: bytes per block, K/M/G allowed (default 128K;\n"
-    "  a multiple of 4K with --direct); depth x block at most 1G\n";
-
-int usage(const char* why) {
-    std::fprintf(stderr, "copy: %s\n%s", why, usage_text);
-    return 2;
-}
+    "  N: blocks in flight, 1 to 1024 (default 8); B: bytes per block, 1 to 1G, K/M/G allowed\n"
+    "  (default 128K; a multiple of 4K with --direct); depth x block at most 1G\n";
 
 } // namespace
 
 int main(int argc, char** argv) {
+    args::Parser p("copy", usage_text, argc, argv);
     Options o;
-    std::vector<std::string> paths;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            return 0;
-        }
-        if (a == "--depth" || a == "--block-size") {
-            if (i + 1 == argc)
-                return usage((a + " needs a value").c_str());
-            std::optional<std::uint64_t> v = parse_size(argv[++i]);
-            if (a == "--depth") {
-                if (!v || *v < 1 || *v > 1024)
-                    return usage("--depth must be 1 to 1024");
-                o.depth = static_cast<unsigned>(*v);
-            } else {
-                if (!v || *v < 1 || *v > (1ull << 30))
-                    return usage("--block-size must be 1 byte to 1G");
-                o.block = static_cast<std::size_t>(*v);
-            }
-        } else if (a == "--direct") {
+    std::vector<std::string_view> paths;
+    while (std::optional<std::string_view> a = p.next()) {
+        if (*a == "--depth") {
+            o.depth = static_cast<unsigned>(p.number(*a, 1, 1024)); // a count: no K, M or G
+        } else if (*a == "--block-size") {
+            std::string_view v = p.value(*a);
+            std::optional<std::uint64_t> b = parse_size(v);
+            if (!b)
+                p.fail("--block-size takes 1 to 1G bytes (K, M or G allowed), not '" + std::string(v) + "'");
+            o.block = static_cast<std::size_t>(*b);
+        } else if (*a == "--direct") {
             o.direct = true;
-        } else if (a == "--verbose" || a == "-v") {
+        } else if (*a == "--verbose" || *a == "-v") {
             o.verbose = true;
-        } else if (a.size() > 1 && a[0] == '-') {
-            return usage(("unknown option " + a).c_str());
+        } else if (args::is_option(*a)) {
+            p.unknown(*a);
         } else {
-            paths.push_back(a);
+            paths.push_back(*a);
         }
     }
     if (paths.size() != 2)
-        return usage("give a source and a destination");
+        p.fail("give a source and a destination");
     o.src = paths[0];
     o.dst = paths[1];
     if (o.direct && o.block % kAlign != 0)
-        return usage("--direct needs a block size that is a multiple of 4K");
+        p.fail("--direct needs a block size that is a multiple of 4K");
     if (std::uint64_t{o.depth} * o.block > (1ull << 30))
-        return usage("depth x block size is more than 1G");
+        p.fail("depth x block size is more than 1G");
 
-    ringo::Runtime rt;
-    // One aligned allocation, cut into `depth` buffers that the kernel pins once
-    // (IORING_REGISTER_BUFFERS); without the memory lock limit for it, plain reads and writes.
-    ringo::fs::AlignedBuffer buffers(std::size_t{o.depth} * o.block, kAlign);
-    std::vector<iovec> iovs(o.depth);
-    for (unsigned i = 0; i < o.depth; ++i)
-        iovs[i] = iovec{buffers.data() + std::size_t{i} * o.block, o.block};
-    ringo::buf::BufferTable registered(rt);
-    int rb = registered.register_buffers(iovs);
-    if (rb < 0 && o.verbose)
-        std::fprintf(stderr, "copy: no registered buffers (%s): plain reads and writes\n", std::strerror(-rb));
-    ringo::op::FileTable files(rt);
-    int rf = files.register_sparse(2);
-    return rt.block_on(run(o, buffers, rb == 0, rf == 0 ? &files : nullptr));
+    // A ring that cannot be made (too few descriptors, io_uring and epoll both refused) or
+    // memory that cannot be had throws: "copy: <what>", status 1.
+    return args::report_setup_errors("copy", [&] {
+        ringo::Runtime rt;
+        // One aligned allocation, cut into `depth` buffers that the kernel pins once
+        // (IORING_REGISTER_BUFFERS); without the memory lock limit for it, plain reads and writes.
+        ringo::fs::AlignedBuffer buffers(std::size_t{o.depth} * o.block, kAlign);
+        std::vector<iovec> iovs(o.depth);
+        for (unsigned i = 0; i < o.depth; ++i)
+            iovs[i] = iovec{buffers.data() + std::size_t{i} * o.block, o.block};
+        ringo::buf::BufferTable registered(rt);
+        int rb = registered.register_buffers(iovs);
+        if (rb < 0 && o.verbose)
+            std::fprintf(stderr, "copy: no registered buffers (%s): plain reads and writes\n", std::strerror(-rb));
+        ringo::op::FileTable files(rt);
+        int rf = files.register_sparse(2);
+        return rt.block_on(run(o, buffers, rb == 0, rf == 0 ? &files : nullptr));
+    });
 }

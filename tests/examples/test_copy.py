@@ -9,8 +9,10 @@ its source (cmp) with the source's permission bits; a longer destination emptied
 sparse source copied whole and still sparse; --verbose reporting the bytes on stderr (and
 nothing printed without it); the errors (missing source, a directory or FIFO as source, a
 destination in a missing directory or that is a directory, the same file twice, a full device,
-bad arguments: a sign, spaces or trailing garbage in a number too) with status 1 (2 for
-arguments), a message on stderr and no file left behind; --help and -h: the usage, status 0;
+bad arguments: a sign, spaces or trailing garbage in a number too, a K/M/G suffix on --depth)
+with status 1 (2 for arguments), a message on stderr and no file left behind; a runtime that
+cannot be set up (too few descriptors) with status 1 and 'copy: <reason>', not an abort;
+--help and -h: the usage, status 0;
 and the copy no slower than dd's sequential read/write loop. Every run has a deadline.
 Exits 1 on any failed check. RINGO_SANITIZE (non-empty in sanitizer builds) scales sizes down.
 """
@@ -23,6 +25,7 @@ import tempfile
 import time
 
 from checks import check, run_all
+from test_ctrl_c_server import check_setup_failure
 
 COPY = sys.argv[1] if len(sys.argv) > 1 else "build/examples/copy"
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -164,7 +167,8 @@ def test_errors(tmp):
     fails([src, out, "--direct", "--block-size", "1000"], 2, ["multiple of 4K"], "--direct with 1000-byte blocks",
           left=out)
     fails([src, out, "--bogus"], 2, ["unknown option"], "an unknown option", left=out)
-    for bad in (" 8", "+8", "-1", "8x", ""):  # no sign or spaces before the digits, nothing after
+    # No sign or spaces before the digits, nothing after; a count takes no K, M or G.
+    for bad in (" 8", "+8", "-1", "8x", "", "1K", "8k", "1M"):
         fails([src, out, "--depth", bad], 2, ["--depth", "usage"], f"--depth {bad!r}", left=out)
     fails([src, out, "--block-size", " 4K"], 2, ["--block-size"], "--block-size ' 4K'", left=out)
     for h in ("--help", "-h"):
@@ -172,6 +176,18 @@ def test_errors(tmp):
         check(r.returncode == 0 and r.stdout.startswith("usage: copy SRC DST") and r.stderr == "",
               f"{h}: the usage on stdout, status 0 (got {r.returncode})")
         check(not os.path.lexists(out), f"{h}: nothing copied")
+
+
+def test_setup_failures(tmp):
+    """Too few descriptors for the runtime (RLIMIT_NOFILE 4 and 5 on the epoll engine, which
+    needs three; 4 on io_uring leaves none for the source): status 1 and 'copy: <reason>',
+    never an abort ('terminate called'), nothing created."""
+    src = os.path.join(tmp, "s_src")
+    make(src, 4096, 0o644, seed=5)
+    dst = os.path.join(tmp, "s_dst")
+    for nofile, env in ((4, {"RINGO_ENGINE": "epoll"}), (5, {"RINGO_ENGINE": "epoll"}), (4, None)):
+        check_setup_failure(COPY, "copy", [src, dst], nofile=nofile, env=env, words=("Too many open files",))
+        check(not os.path.lexists(dst), f"RLIMIT_NOFILE {nofile}: nothing created")
 
 
 def test_speed(tmp):
@@ -202,7 +218,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         old = os.umask(0o077)  # the mode must come from the source, not from the umask
         try:
-            return run_all((test_sizes, test_sparse, test_errors, test_speed), tmp)
+            return run_all((test_sizes, test_sparse, test_errors, test_setup_failures, test_speed), tmp)
         finally:
             os.umask(old)
 
