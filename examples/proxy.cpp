@@ -14,7 +14,12 @@
 //   proxy --listen-port P --upstream HOST:PORT [--threads N] [--connect-timeout MS]
 //         [--idle-timeout SECONDS] [--grace MS] [--listen-addr IP] [--verbose] [--help]
 //   (P 0: any free port; the first line printed is "listening on port <P>"; HOST may be a name,
-//    an IPv4 address or a bracketed IPv6 one; N 0: one runtime per CPU)
+//    an IPv4 address or a bracketed IPv6 one; N 0: one runtime per CPU, at most 256)
+// Exit status 0 after a signal; 1 when the upstream cannot be resolved, the port cannot be
+// listened on, or a runtime, the pool or the signalfd cannot be set up ("proxy: <reason>" on
+// stderr); 2 for bad arguments (examples/args.hpp).
+#include "args.hpp"
+
 #include <ringo/ringo.hpp>
 
 #include <netinet/in.h>
@@ -31,6 +36,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -144,24 +150,12 @@ Task<void> serve(TcpStream client, SocketAddr peer, const Config& cfg, Stats& st
     stats.upstream_to_client.fetch_add(received, std::memory_order_relaxed);
 } // both sockets close here
 
-// A decimal number from 0 to `max`: digits only (no sign, space or base prefix), no wrap.
-std::optional<unsigned long> parse_number(const char* s, unsigned long max) {
-    if (*s < '0' || *s > '9')
-        return std::nullopt;
-    char* end = nullptr;
-    errno = 0;
-    unsigned long v = std::strtoul(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v > max)
-        return std::nullopt;
-    return v;
-}
-
 constexpr const char* usage_text =
     "usage: proxy --listen-port P --upstream HOST:PORT [--threads N] [--connect-timeout MS]\n"
     "             [--idle-timeout SECONDS] [--grace MS] [--listen-addr IP] [--verbose] [--help]\n"
     "  --listen-port P           0 to 65535 (0: any free port)\n"
     "  --upstream HOST:PORT      a name, an IPv4 address or a bracketed IPv6 one; port 1 to 65535\n"
-    "  --threads N               runtimes, 0 to 1024 (0, the default: one per CPU)\n"
+    "  --threads N               runtimes, 0 to 256 (0, the default: one per CPU)\n"
     "  --connect-timeout MS      for each upstream address, 1 to 3600000 (default 5000)\n"
     "  --idle-timeout SECONDS    close a session in which nothing moved for this long,\n"
     "                            0 to 31536000 (0: never; default 600)\n"
@@ -169,83 +163,18 @@ constexpr const char* usage_text =
     "  --listen-addr IP          IPv4 or IPv6 address to listen on (default 0.0.0.0)\n"
     "  --verbose                 a line on stderr for each failed or idle session\n";
 
-// A usage error: what is wrong, the usage, status 2.
-int usage(const std::string& why) {
-    std::fprintf(stderr, "proxy: %s\n%s", why.c_str(), usage_text);
-    return 2;
-}
-
-} // namespace
-
-int main(int argc, char** argv) {
-    std::optional<unsigned long> listen_port;
-    std::string upstream, listen_addr = "0.0.0.0";
-    unsigned long threads = 0, grace_ms = 2000;
-    Config cfg;
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        bool has_value = i + 1 < argc;
-        if (a == "--verbose") {
-            cfg.verbose = true;
-            continue;
-        }
-        if (a == "--help" || a == "-h") {
-            std::fputs(usage_text, stdout);
-            return 0;
-        }
-        if (!has_value)
-            return usage(a.rfind("--", 0) == 0 ? a + " needs a value" : "unexpected argument " + a);
-        const char* v = argv[++i];
-        std::optional<unsigned long> n;
-        if (a == "--listen-port") {
-            if (!(listen_port = parse_number(v, 65535)))
-                return usage("bad port " + std::string(v) + " (0 to 65535)");
-        } else if (a == "--upstream") {
-            upstream = v;
-        } else if (a == "--listen-addr") {
-            listen_addr = v;
-        } else if (a == "--threads") {
-            if (!(n = parse_number(v, 1024)))
-                return usage("bad thread count " + std::string(v) + " (0 to 1024)");
-            threads = *n;
-        } else if (a == "--connect-timeout") {
-            if (!(n = parse_number(v, 3600000)) || *n == 0)
-                return usage("bad connect timeout " + std::string(v) + " (milliseconds, 1 to 3600000)");
-            cfg.connect_timeout = std::chrono::milliseconds(*n);
-        } else if (a == "--idle-timeout") {
-            if (!(n = parse_number(v, 31536000)))
-                return usage("bad idle timeout " + std::string(v) + " (seconds, 0 to 31536000)");
-            cfg.idle_timeout = std::chrono::seconds(*n);
-        } else if (a == "--grace") {
-            if (!(n = parse_number(v, 3600000)))
-                return usage("bad grace period " + std::string(v) + " (milliseconds, 0 to 3600000)");
-            grace_ms = *n;
-        } else {
-            return usage("unknown option " + a);
-        }
-    }
-    if (!listen_port || upstream.empty())
-        return usage("--listen-port and --upstream are needed");
-    // HOST:PORT, the host maybe in brackets ([::1]:80).
-    std::size_t colon = upstream.rfind(':');
-    std::optional<unsigned long> up_port;
-    if (colon == std::string::npos || colon == 0 || !(up_port = parse_number(upstream.c_str() + colon + 1, 65535)) ||
-        *up_port == 0)
-        return usage("--upstream wants HOST:PORT, not " + upstream);
-    std::string host = upstream.substr(0, colon);
-    std::optional<SocketAddr> bind_to = SocketAddr::parse_ip(listen_addr, static_cast<std::uint16_t>(*listen_port));
-    if (!bind_to)
-        return usage("bad listen address " + listen_addr);
-    if (threads == 0)
-        threads = std::max(1u, std::thread::hardware_concurrency());
-
-    // First, before any thread exists (the resolver's and the pool's inherit the mask): the
-    // stop signals are blocked everywhere, and read below through a ring.
-    ringo::block_signals({SIGINT, SIGTERM});
+// Serves `listen` until SIGINT or SIGTERM, forwarding to `host`:`port`; returns the exit
+// status. Throws what setting up a runtime, the pool or the signalfd throws.
+int run(const std::string& host, std::uint16_t port, const SocketAddr& listen, std::size_t threads,
+        std::chrono::milliseconds grace, Config& cfg) {
+    // The main thread's runtime (for the resolver, then the signal) and its signalfd come
+    // first: clients that take every descriptor as soon as the listeners are up must not leave
+    // it unable to wait for the signal.
+    ringo::Runtime main_rt;
+    ringo::Task<int> stop = ringo::wait_signal({SIGINT, SIGTERM}); // the signalfd is opened here
 
     // The upstream's addresses, once: a numeric host in place, a name through getaddrinfo.
-    Result<std::vector<SocketAddr>> addrs =
-        ringo::block_on(ringo::net::resolve(host, static_cast<std::uint16_t>(*up_port)));
+    Result<std::vector<SocketAddr>> addrs = main_rt.block_on(ringo::net::resolve(host, port));
     if (!addrs || addrs->empty()) {
         std::fprintf(stderr, "proxy: cannot resolve '%s': %s\n", host.c_str(),
                      addrs ? "no address" : addrs.message().c_str());
@@ -255,27 +184,25 @@ int main(int argc, char** argv) {
 
     Stats stats;
     ringo::RuntimePool pool{threads};
-    bool clean = true;
-    int sig = 0;
+    // One listening socket per runtime (SO_REUSEPORT): each runtime accepts and serves its
+    // share. The handler is a plain lambda that makes the connection's task.
+    std::optional<ringo::net::ShardedListener> server;
     try {
-        // One listening socket per runtime (SO_REUSEPORT): each runtime accepts and serves its
-        // share. The handler is a plain lambda that makes the connection's task.
-        ringo::net::ShardedListener server{pool, *bind_to, [&cfg, &stats](TcpStream s, SocketAddr peer) {
-                                               return serve(std::move(s), peer, cfg, stats);
-                                           }};
-        std::printf("listening on port %u\n", server.port());
-        std::fflush(stdout);
-
-        sig = ringo::block_on(ringo::wait_signal({SIGINT, SIGTERM}));
-        if (sig < 0)
-            std::fprintf(stderr, "proxy: waiting for a signal: %s\n", std::strerror(-sig));
-        // Stops the accept loops, lets open connections finish for the grace period, then
-        // cancels what is left (its sockets close with it).
-        clean = pool.shutdown_for(std::chrono::milliseconds(grace_ms));
-    } catch (const std::system_error& e) {
-        std::fprintf(stderr, "proxy: cannot listen on %s: %s\n", bind_to->to_string().c_str(), e.what());
+        server.emplace(pool, listen,
+                       [&cfg, &stats](TcpStream s, SocketAddr peer) { return serve(std::move(s), peer, cfg, stats); });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "proxy: cannot listen on %s: %s\n", listen.to_string().c_str(), e.what());
         return 1;
     }
+    std::printf("listening on port %u\n", server->port());
+    std::fflush(stdout);
+
+    int sig = main_rt.block_on(std::move(stop));
+    if (sig < 0)
+        std::fprintf(stderr, "proxy: waiting for a signal: %s\n", std::strerror(-sig));
+    // Stops the accept loops, lets open connections finish for the grace period, then cancels
+    // what is left (its sockets close with it).
+    bool clean = pool.shutdown_for(grace);
     std::printf("stopped by %s%s\n",
                 sig == SIGINT    ? "SIGINT"
                 : sig == SIGTERM ? "SIGTERM"
@@ -291,4 +218,56 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(stats.cancelled.load()),
                 static_cast<unsigned long long>(stats.idle_timeouts.load()));
     return sig < 0 ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    args::Parser p("proxy", usage_text, argc, argv);
+    std::optional<std::uint64_t> listen_port;
+    std::string_view upstream, listen_addr = "0.0.0.0";
+    std::uint64_t threads = 0, grace_ms = 2000;
+    Config cfg;
+    while (std::optional<std::string_view> a = p.next()) {
+        if (*a == "--verbose")
+            cfg.verbose = true;
+        else if (*a == "--listen-port")
+            listen_port = p.number(*a, 0, 65535);
+        else if (*a == "--upstream")
+            upstream = p.value(*a);
+        else if (*a == "--listen-addr")
+            listen_addr = p.value(*a);
+        else if (*a == "--threads")
+            threads = p.number(*a, 0, 256);
+        else if (*a == "--connect-timeout")
+            cfg.connect_timeout = std::chrono::milliseconds(p.number(*a, 1, 3'600'000));
+        else if (*a == "--idle-timeout")
+            cfg.idle_timeout = std::chrono::seconds(p.number(*a, 0, 31'536'000));
+        else if (*a == "--grace")
+            grace_ms = p.number(*a, 0, 3'600'000);
+        else
+            p.unknown(*a);
+    }
+    if (!listen_port || upstream.empty())
+        p.fail("--listen-port and --upstream are needed");
+    // HOST:PORT, the host maybe in brackets ([::1]:80).
+    std::size_t colon = upstream.rfind(':');
+    std::optional<std::uint64_t> up_port;
+    if (colon != std::string_view::npos && colon != 0)
+        up_port = args::parse_unsigned(upstream.substr(colon + 1), 1, 65535);
+    if (!up_port)
+        p.fail("--upstream wants HOST:PORT (port 1 to 65535), not '" + std::string(upstream) + "'");
+    SocketAddr bind_to = p.address("--listen-addr", listen_addr, static_cast<std::uint16_t>(*listen_port));
+    if (threads == 0)
+        threads = std::max(1u, std::thread::hardware_concurrency());
+
+    // First, before any thread exists (the resolver's and the pool's inherit the mask): the
+    // stop signals are blocked everywhere, and read below through a ring.
+    ringo::block_signals({SIGINT, SIGTERM});
+    // A runtime, the pool or the signalfd that cannot be set up (too few descriptors, io_uring
+    // and epoll both refused) throws: "proxy: <what>", status 1.
+    return args::report_setup_errors("proxy", [&] {
+        return run(std::string(upstream.substr(0, colon)), static_cast<std::uint16_t>(*up_port), bind_to,
+                   static_cast<std::size_t>(threads), std::chrono::milliseconds(grace_ms), cfg);
+    });
 }

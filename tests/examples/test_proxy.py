@@ -11,8 +11,9 @@ ends), half-close in both directions, resets on either side closing both, refuse
 timed-out upstreams closing the client promptly, idle sessions closed after --idle-timeout
 (half-closed clients of a silent upstream among them), many concurrent connections, SIGINT and
 SIGTERM ending the proxy with status 0 and a summary whose counts match what the clients did,
-no descriptor left open in the proxy once the clients are gone, and bad arguments (status 2
-and the usage; --help status 0). Every wait has a deadline.
+no descriptor left open in the proxy once the clients are gone, bad arguments (status 2
+and the usage; --help status 0), and set-up failures (too few descriptors for a ring or the
+signalfd, a port in use: status 1 and 'proxy: <reason>', no abort). Every wait has a deadline.
 Exits 1 on any failed check. RINGO_SANITIZE (non-empty in sanitizer builds) scales sizes down.
 """
 import hashlib
@@ -30,6 +31,7 @@ import threading
 import time
 
 from checks import check, run_all
+from test_ctrl_c_server import check_setup_failure, held_port
 
 PROXY = sys.argv[1] if len(sys.argv) > 1 else "build/examples/proxy"
 SANITIZED = bool(os.environ.get("RINGO_SANITIZE"))
@@ -645,7 +647,7 @@ def test_bad_arguments(tmp):
     for bad in (("--idle-timeout", "abc"), ("--idle-timeout", "-1"), ("--idle-timeout", "31536001"),
                 ("--idle-timeout", "18446744073709551617"), ("--idle-timeout", "1.5"), ("--idle-timeout", " 5"),
                 ("--idle-timeout", "+5"), ("--idle-timeout",), ("--threads", "-1"), ("--threads", "+1"),
-                ("--threads", "1025"), ("--grace", " 5"),
+                ("--threads", "257"), ("--grace", " 5"),
                 ("--listen-port", "65536"), ("--connect-timeout", "0"), ("--grace", "1e3"), ("--bogus", "1")):
         try:
             r = subprocess.run([PROXY, *ok, *bad], capture_output=True, timeout=5)
@@ -666,9 +668,22 @@ def test_bad_arguments(tmp):
               f"a port in use: status 1 and the error ({r.returncode}, {r.stderr!r})")
 
 
+def test_setup_failures(tmp):
+    """Too few descriptors: RLIMIT_NOFILE 4 leaves room for the main thread's ring but not its
+    signalfd (on the epoll engine, not even the ring), RINGO_ENGINE=epoll not for the ring that
+    resolves the upstream, 5 not for the pool's rings; and a port in use. Each: status 1,
+    'proxy: <reason>' on stderr, never an abort ('terminate called')."""
+    args = ["--listen-port", "0", "--upstream", "127.0.0.1:9", "--threads", "2"]
+    for nofile, env in ((4, None), (4, {"RINGO_ENGINE": "epoll"}), (5, None)):
+        check_setup_failure(PROXY, "proxy", args, nofile=nofile, env=env, words=("Too many open files",))
+    with held_port() as port:
+        check_setup_failure(PROXY, "proxy", ["--listen-port", str(port), "--listen-addr", "127.0.0.1", "--upstream",
+                                             "127.0.0.1:9", "--threads", "2"], words=("cannot listen", "in use"))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        return run_all((test_bad_arguments, test_half_close, test_resets, test_unreachable_upstream,
+        return run_all((test_bad_arguments, test_setup_failures, test_half_close, test_resets, test_unreachable_upstream,
                         test_ipv6_upstream, test_idle_timeout, test_echo), tmp)
 
 
