@@ -4,6 +4,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -36,7 +38,6 @@ namespace opc = compat::opcode;
 
 // Values of the kernel's ABI that liburing 2.3's headers name under other spellings or lack.
 constexpr std::uint8_t sqe_fixed_file = 1u << 0;
-constexpr std::uint8_t sqe_io_drain = 1u << 1;
 constexpr std::uint8_t sqe_io_link = 1u << 2;
 constexpr std::uint8_t sqe_io_hardlink = 1u << 3;
 constexpr std::uint8_t sqe_buffer_select = 1u << 5;
@@ -93,9 +94,16 @@ public:
         }
         if (threads_ < max_threads) {
             ++threads_;
+            // The pool's threads take no signals (created with all blocked: a splice into a
+            // pipe whose reader left gets EPIPE, and SIGPIPE stays pending there).
+            sigset_t all, old;
+            sigfillset(&all);
+            pthread_sigmask(SIG_SETMASK, &all, &old);
             try {
                 std::thread([this] { work(); }).detach();
+                pthread_sigmask(SIG_SETMASK, &old, nullptr);
             } catch (...) {
+                pthread_sigmask(SIG_SETMASK, &old, nullptr);
                 --threads_;
                 if (threads_ == 0)
                     throw;
@@ -207,6 +215,10 @@ struct EpollEngine::Impl {
     struct FdState {
         Kind kind = Kind::unknown;
         bool registered = false;
+        // Made by this engine (accept, socket): it sees the descriptor's close too (close),
+        // so one registration serves it while it is open. Any other descriptor may be closed
+        // behind the engine's back and its number reused: each wait registers it again.
+        bool owned = false;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
@@ -234,7 +246,8 @@ struct EpollEngine::Impl {
     Pending* all = nullptr;
     Pending* free_list = nullptr;
     std::vector<std::unique_ptr<Pending[]>> chunks;
-    Pending* link_tail = nullptr; // the last SQE of a link being submitted
+    Pending* link_head = nullptr; // the first and last SQE of a link being submitted
+    Pending* link_tail = nullptr;
 
     // Completions the pool posts (any thread).
     std::mutex done_m;
@@ -242,7 +255,25 @@ struct EpollEngine::Impl {
     Pending* done_head = nullptr;
     unsigned on_pool = 0; // guarded by done_m
 
+    // SIGPIPE: io_uring's writes to a pipe whose reader left yield -EPIPE and raise no signal.
+    // The engine's runtime thread keeps SIGPIPE blocked while the engine lives and takes the
+    // one a write raised (sigpipe_taken); the old mask comes back with the engine's end.
+    bool unblock_sigpipe = false;
+    static void take_sigpipe() noexcept {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGPIPE);
+        timespec zero{0, 0};
+        while (::sigtimedwait(&s, nullptr, &zero) == SIGPIPE) {
+        }
+    }
+
     Impl(unsigned sq_entries, unsigned cq_entries, io_uring& r) : ring(r) {
+        sigset_t pipe_set, old;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0)
+            unblock_sigpipe = !sigismember(&old, SIGPIPE);
         epfd = ::epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0)
             throw std::system_error(errno, std::generic_category(), "ringo: epoll engine: epoll_create1");
@@ -296,6 +327,13 @@ struct EpollEngine::Impl {
         }
         ::close(wake_fd);
         ::close(epfd);
+        if (unblock_sigpipe) {
+            take_sigpipe();
+            sigset_t pipe_set;
+            sigemptyset(&pipe_set);
+            sigaddset(&pipe_set, SIGPIPE);
+            pthread_sigmask(SIG_UNBLOCK, &pipe_set, nullptr);
+        }
     }
 
     // ------------------------------------------------------------------ records
@@ -367,7 +405,18 @@ struct EpollEngine::Impl {
     }
 
     // The operation ended with `res`: its CQE, then what its link does.
+    // A descriptor this engine just made (accept, socket): whatever the engine knew of an
+    // earlier descriptor of that number is gone.
+    void made(std::uint8_t opcode, int fd) {
+        if (fd < 0 || (opcode != opc::accept && opcode != opc::socket))
+            return;
+        FdState& st = fd_state(fd);
+        st = FdState{};
+        st.owned = true;
+    }
+
     void finish(Pending* p, int res) {
+        made(p->sqe.opcode, res);
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
         Pending* next = p->chain;
         const bool broke = res < 0 && !(p->sqe.flags & sqe_io_hardlink);
@@ -396,6 +445,8 @@ struct EpollEngine::Impl {
         return fds[static_cast<std::size_t>(fd)];
     }
     Kind kind_of(int fd) {
+        if (fd < 0)
+            return Kind::unknown;
         FdState& s = fd_state(fd);
         if (s.kind != Kind::unknown)
             return s.kind;
@@ -412,10 +463,11 @@ struct EpollEngine::Impl {
             s.kind = Kind::nowait; // tried with RWF_NOWAIT; -EOPNOTSUPP makes it blocking
         return s.kind;
     }
-    // One edge-triggered registration per descriptor while it is open.
+    // One edge-triggered registration per descriptor while it is open (for one this engine
+    // made; others are registered again, or re-armed, at each wait).
     int watch(int fd) {
         FdState& s = fd_state(fd);
-        if (s.registered)
+        if (s.registered && s.owned)
             return 0;
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
@@ -666,6 +718,12 @@ struct EpollEngine::Impl {
 
     // Tries the call of a readiness operation without blocking: its result, or -EAGAIN.
     int try_call(Pending* p) {
+        int r = try_call_once(p);
+        if (r == -EPIPE)
+            take_sigpipe(); // a write into a pipe (or socket) whose reader left
+        return r;
+    }
+    int try_call_once(Pending* p) {
         const io_uring_sqe& s = p->sqe;
         const int fd = s.fd;
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
@@ -787,6 +845,7 @@ struct EpollEngine::Impl {
                 return true;
             }
             if (multishot(p->sqe) && (r > 0 || (r == 0 && p->sqe.opcode != opc::recv))) {
+                made(p->sqe.opcode, r);
                 post(p->sqe.user_data, r, p->cflags | cqe_f_more);
                 if (p->sqe.opcode == opc::poll_add)
                     return false; // the next edge reports again
@@ -1025,7 +1084,14 @@ struct EpollEngine::Impl {
             return;
         default: finish(p, -EOPNOTSUPP); return;
         }
-        // A call on a descriptor: by readiness, or on the pool for files.
+        // A call on a descriptor: by readiness, or on the pool for files. What a descriptor
+        // the engine did not make is, is looked at again unless calls already wait on it
+        // (its number may name another file since).
+        if (s.fd >= 0) {
+            FdState& st = fd_state(s.fd);
+            if (!st.owned && !st.readers && !st.writers && !st.pollers)
+                st.kind = Kind::unknown;
+        }
         Kind k = kind_of(s.fd);
         if (k == Kind::unknown) {
             finish(p, -EBADF);
@@ -1066,6 +1132,7 @@ struct EpollEngine::Impl {
             return;
         }
         if (multishot(s) && (r > 0 || (r == 0 && s.opcode != opc::recv))) {
+            made(s.opcode, r);
             post(s.user_data, r, p->cflags | cqe_f_more);
             wait_ready(p, st);
             return;
@@ -1073,6 +1140,9 @@ struct EpollEngine::Impl {
         finish(p, r);
     }
 
+    // A link (IOSQE_IO_LINK) is gathered whole before its first SQE starts: the first may end
+    // at once, and the rest must then be there to follow it or be cancelled. A link still
+    // open when the submission ends is complete, as the kernel takes it.
     void submit(unsigned n) {
         for (unsigned i = 0; i < n; ++i) {
             const io_uring_sqe& s = sqes[sq_head & (sqes.size() - 1)];
@@ -1083,12 +1153,20 @@ struct EpollEngine::Impl {
             const bool links = s.flags & (sqe_io_link | sqe_io_hardlink);
             if (link_tail) {
                 link_tail->chain = p; // starts when its predecessor ends
-                link_tail = links ? p : nullptr;
-                continue;
+                link_tail = p;
+            } else {
+                link_head = link_tail = p;
             }
-            link_tail = links ? p : nullptr;
-            start(p);
+            if (!links)
+                start_link();
         }
+        start_link();
+    }
+    void start_link() {
+        Pending* head = link_head;
+        link_head = link_tail = nullptr;
+        if (head)
+            start(head);
     }
 
     // ------------------------------------------------------------------ waiting

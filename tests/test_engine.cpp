@@ -187,13 +187,14 @@ TEST(EpollEngine, WhatItDoesNotHaveIsEopnotsupp) {
     EXPECT_FALSE(rt.supports(ringo::uring::compat::opcode::msg_ring));
     EXPECT_FALSE(rt.supports(ringo::uring::compat::opcode::read_fixed));
     Pair p;
-    auto [tee, fixed] = rt.block_on([](int fd) -> Task<std::pair<int, int>> {
-        int t = co_await op::tee(fd, fd, 16); // absent from the probe: not submitted
+    auto [absent, fixed] = rt.block_on([](int fd) -> Task<std::pair<int, int>> {
+        std::uint32_t word = 0;
+        int t = co_await op::futex_wake(&word, 1); // absent from the probe: not submitted
         char b[4];
         int f = co_await op::read(op::Fixed{0}, b, sizeof b, 0);
         co_return std::pair{t, f};
     }(p.fd[0]));
-    EXPECT_EQ(tee, -EOPNOTSUPP);
+    EXPECT_EQ(absent, -EOPNOTSUPP);
     EXPECT_EQ(fixed, -EBADF); // no registered file table: as the kernel answers without one
 }
 
