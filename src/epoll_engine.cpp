@@ -294,6 +294,8 @@ struct EpollEngine::Impl {
         }
         sqes.resize(sq_entries);
         cqes.resize(cq_entries);
+        fds.resize(1024); // the usual descriptor limit: the first call on a descriptor allocates nothing
+        heap.reserve(64);
         sq_array.resize(sq_entries);
         for (unsigned i = 0; i < sq_entries; ++i)
             sq_array[i] = i;
