@@ -14,6 +14,8 @@
 #include <system_error>
 #include <tuple>
 
+#include "helpers.hpp"
+
 using ringo::Runtime;
 using ringo::RuntimeOptions;
 namespace setup = ringo::uring::compat::setup;
@@ -152,12 +154,20 @@ TEST(Options, DegradesToPlainRing) {
 
 TEST(Options, SetupFailsWithClearErrorWhenNothingWorks) {
     try {
-        Runtime rt{RuntimeOptions{}.sqpoll().reject_setup_flags_for_testing(setup::sqpoll)};
+        Runtime rt{
+            RuntimeOptions{}.engine(ringo::Engine::io_uring).sqpoll().reject_setup_flags_for_testing(setup::sqpoll)};
         FAIL() << "expected a setup error";
     } catch (const std::system_error& e) {
         EXPECT_EQ(e.code().value(), EINVAL);
         EXPECT_NE(std::string(e.what()).find("io_uring_setup"), std::string::npos);
         EXPECT_NE(std::string(e.what()).find("SQPOLL"), std::string::npos);
+    }
+    // With the engine left to choose (and not forced by RINGO_ENGINE), the program runs on
+    // epoll and says why.
+    if (!ringo_test::on_epoll()) {
+        Runtime rt{RuntimeOptions{}.sqpoll().reject_setup_flags_for_testing(setup::sqpoll)};
+        EXPECT_EQ(rt.engine(), ringo::Engine::epoll);
+        EXPECT_NE(rt.engine_reason().find("SQPOLL"), std::string::npos) << rt.engine_reason();
     }
 }
 
@@ -206,7 +216,11 @@ TEST(Options, RingTooLargeForMemoryLimitsGivesSetupErrorNamingTheProblem) {
     // when the memory cgroup is exhausted): ENOMEM from setup, injected here, since this kernel
     // no longer charges rings to RLIMIT_MEMLOCK.
     try {
-        Runtime rt{RuntimeOptions{}.sq_entries(32768).cq_entries(65536).fail_setup_for_testing(ENOMEM)};
+        Runtime rt{RuntimeOptions{}
+                       .engine(ringo::Engine::io_uring)
+                       .sq_entries(32768)
+                       .cq_entries(65536)
+                       .fail_setup_for_testing(ENOMEM)};
         FAIL() << "expected a setup error";
     } catch (const std::system_error& e) {
         const std::string what = e.what();
@@ -220,6 +234,14 @@ TEST(Options, RingTooLargeForMemoryLimitsGivesSetupErrorNamingTheProblem) {
     // The injected error, not the size, made it fail: the same ring sets up without it.
     Runtime ok{RuntimeOptions{}.sq_entries(32768).cq_entries(65536)};
     EXPECT_EQ(ok.ring().sq_entries(), 32768u);
+    // With the engine left to choose (and not forced by RINGO_ENGINE), the refused ring gives
+    // the epoll engine, and the reason.
+    if (!ringo_test::on_epoll()) {
+        Runtime fallback{RuntimeOptions{}.sq_entries(32768).cq_entries(65536).fail_setup_for_testing(ENOMEM)};
+        EXPECT_EQ(fallback.engine(), ringo::Engine::epoll);
+        EXPECT_EQ(fallback.io_uring_refusal(), ENOMEM);
+        EXPECT_NE(fallback.engine_reason().find("RLIMIT_MEMLOCK"), std::string::npos) << fallback.engine_reason();
+    }
 }
 
 // Reads VmSize of this process in bytes (0 if unknown).
