@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "alloc_counter.hpp" // replaces operator new (not under TSan, whose runtime has its own)
+#include "helpers.hpp"
 
 namespace {
 
@@ -427,6 +428,7 @@ TEST(Blocking, OneCallAfterAnotherReusesTheThread) {
 }
 
 TEST(Blocking, IopollRuntimeRefuses) {
+    RINGO_IO_URING_ONLY("an IOPOLL ring");
     // An IOPOLL ring takes neither a futex wait nor a poll: the await throws and f never runs
     // (before, the wait failed at once and was armed again in a loop until the job ended).
     std::unique_ptr<ringo::Runtime> rt;

@@ -248,6 +248,7 @@ TEST(WithTimeout, CancellingTheAwaitingTaskOnVoidAndValueTasks) {
 }
 
 TEST(WithTimeout, CancellingTheAwaitingTaskWaitsForTheFinalCqe) {
+    RINGO_IO_URING_ONLY("a cancel that interrupts an open(2) blocked in an io-wq worker");
     // The awaited operation is still in the kernel after its ASYNC_CANCEL; with_timeout (and so
     // the cancelled task) resumes only after its own CQE.
     BlockingOpen fifo;

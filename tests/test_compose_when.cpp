@@ -179,6 +179,7 @@ TEST(WhenAny, LoserThatCompletesAfterTheCancel) {
 }
 
 TEST(WhenAny, LoserWhoseCqeComesLongAfterItsCancel) {
+    RINGO_IO_URING_ONLY("a cancel that interrupts an open(2) blocked in an io-wq worker");
     // The loser is an open(2) blocked in an io-wq worker: the ASYNC_CANCEL only interrupts the
     // worker, and the open's CQE follows later. when_any waits for it.
     BlockingOpen fifo;
@@ -215,6 +216,7 @@ TEST(WhenAny, SleepAsAnArgument) {
 }
 
 TEST(WhenAny, CancelledWhileWaitingAwaitsEveryBranchToItsFinalCqe) {
+    RINGO_IO_URING_ONLY("a cancel that interrupts an open(2) blocked in an io-wq worker");
     // Cancelling the task that awaits when_any cancels every branch; it resumes once each
     // branch's operation has delivered its final CQE (the open's comes well after its cancel),
     // and yields whichever branch ended first, with its (cancelled) result.

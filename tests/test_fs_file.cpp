@@ -367,6 +367,7 @@ TEST(FsFile, TakeFdHandsTheDescriptorOver) {
 
 // A registered file slot and registered buffers: the fast path when asked.
 TEST(FsFile, RegisteredFileAndBuffers) {
+    RINGO_IO_URING_ONLY("registered files and buffers");
     ringo_test::TempDir dir;
     std::string path = dir.file("r");
     std::string data = pattern(8192);
@@ -418,6 +419,7 @@ TEST(FsFile, RegisteredFileAndBuffers) {
 }
 
 TEST(FsFile, RegisterInWithoutATableIsEnxio) {
+    RINGO_IO_URING_ONLY("a registered file table");
     ringo_test::TempDir dir;
     std::string path = dir.file("n");
     spit(path, "x");

@@ -66,6 +66,7 @@ Task<int> install_and_write(int w, int* slot_out) {
 Task<int> write_to_slot(unsigned slot) { co_return co_await op::write(op::Fixed{slot}, "y", 1, 0); }
 
 TEST(FixedFd, InstallMovesTheFileIntoASlotAndTheSlotEmptiesWhenItGoes) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     op::FileTable table(rt);
     ASSERT_EQ(table.register_sparse(8), 0);
@@ -94,6 +95,7 @@ Task<int> close_twice(int w) {
 }
 
 TEST(FixedFd, CloseEmptiesTheSlotAndASecondCloseIsEbadf) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     op::FileTable table(rt);
     ASSERT_EQ(table.register_sparse(4), 0);
@@ -125,6 +127,7 @@ Task<bool> cancel_holder(int w, int r) {
 }
 
 TEST(FixedFd, ACancelledTaskEmptiesItsSlot) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     op::FileTable table(rt);
     ASSERT_EQ(table.register_sparse(4), 0);
@@ -152,6 +155,7 @@ Task<int> drop_on_other_thread(int w, int r) {
 }
 
 TEST(FixedFd, DroppedOnAnotherThreadEmptiesItsSlotThroughItsRuntime) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     op::FileTable table(rt);
     ASSERT_EQ(table.register_sparse(4), 0);
@@ -160,6 +164,7 @@ TEST(FixedFd, DroppedOnAnotherThreadEmptiesItsSlotThroughItsRuntime) {
 }
 
 TEST(FixedFd, InstallWithoutATableIsEnxioAndClosesTheDescriptor) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     PipeEnds p;
     int before = ringo_test::open_fds();
@@ -179,6 +184,7 @@ Task<int> fill_table(int w1, int w2) {
 }
 
 TEST(FixedFd, InstallIntoAFullTableIsEnfile) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     op::FileTable table(rt);
     ASSERT_EQ(table.register_sparse(1), 0);
@@ -189,6 +195,7 @@ TEST(FixedFd, InstallIntoAFullTableIsEnfile) {
 }
 
 TEST(FixedFd, InstallOfAnEmptyFdIsEbadf) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     ringo::Runtime rt;
     op::FileTable table(rt);
     ASSERT_EQ(table.register_sparse(1), 0);
@@ -213,6 +220,7 @@ Task<void> hold_slot_forever(int w, int r) {
 }
 
 TEST(FixedFd, AFrameDestroyedAfterItsRuntimeLeavesTheRuntimeAlone) {
+    RINGO_IO_URING_ONLY("registered files (fixed_fd_install)");
     // The runtime goes while a task holding a FixedFd waits; the task's handle, kept here,
     // destroys the frame afterwards: the FixedFd must not touch the destroyed runtime (the
     // table went with the ring, so there is nothing to empty). ASan checks the first part.

@@ -20,6 +20,7 @@ using namespace ringo_test;
 namespace {
 
 TEST(FileTable, RegisterUpdateUnregister) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Runtime rt;
     Pipe a, b;
     ringo::op::FileTable files(rt);
@@ -57,6 +58,7 @@ TEST(FileTable, RegisterUpdateUnregister) {
 }
 
 TEST(FileTable, RegisterBadFdAndUpdateWithoutTable) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Runtime rt;
     ringo::op::FileTable files(rt);
     int bad = closed_fd();
@@ -67,6 +69,7 @@ TEST(FileTable, RegisterBadFdAndUpdateWithoutTable) {
 }
 
 TEST(FileTable, AllocRangeLimitsAllocation) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Runtime rt;
     TempDir dir;
     write_file(dir.file("f"), "f");
@@ -83,6 +86,7 @@ TEST(FileTable, AllocRangeLimitsAllocation) {
 }
 
 TEST(FilesUpdateOp, ReplacesAndAllocatesSlots) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Runtime rt;
     Pipe a, b, c;
     ringo::op::FileTable files(rt);
@@ -114,6 +118,7 @@ TEST(FilesUpdateOp, ReplacesAndAllocatesSlots) {
 }
 
 TEST(FilesUpdateOp, WithoutTableIsEnxio) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Pipe a;
     run([&]() -> Task<void> {
         int fds[1] = {a.r};
@@ -155,6 +160,7 @@ TEST(FixedFdInstall, InstallsARegularDescriptor) {
 }
 
 TEST(BufferTable, SparseUpdateUnregister) {
+    RINGO_IO_URING_ONLY("registered buffers");
     Runtime rt;
     alignas(4096) static char mem[2][4096];
     ringo::buf::BufferTable bufs(rt);
@@ -183,6 +189,7 @@ TEST(BufferTable, SparseUpdateUnregister) {
 }
 
 TEST(BufferTable, RegisterBadMemory) {
+    RINGO_IO_URING_ONLY("registered buffers");
     Runtime rt;
     ringo::buf::BufferTable bufs(rt);
     iovec bad{bad_address(), 4096};

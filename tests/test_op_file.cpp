@@ -43,6 +43,7 @@ struct FileOp : ::testing::Test {
 // --- registered buffers ------------------------------------------------------------------
 
 TEST_F(FileOp, WriteFixedThenReadFixed) {
+    RINGO_IO_URING_ONLY("registered buffers");
     Runtime rt;
     AlignedBuf b0(4096), b1(4096);
     ringo::buf::BufferTable bufs(rt);
@@ -61,6 +62,7 @@ TEST_F(FileOp, WriteFixedThenReadFixed) {
 }
 
 TEST_F(FileOp, ReadFixedErrors) {
+    RINGO_IO_URING_ONLY("registered buffers");
     Runtime rt;
     AlignedBuf b0(4096), other(4096);
     Fd fd = open_rw("errs");
@@ -111,6 +113,7 @@ TEST_F(FileOp, ReadvWritevFixed) {
 // --- registered files --------------------------------------------------------------------
 
 TEST_F(FileOp, FixedFileReadWriteVectoredSync) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     Fd fd = open_rw("ff");
     ringo::op::FileTable files(rt);
@@ -146,6 +149,7 @@ TEST_F(FileOp, FixedFileWithoutTableIsEbadf) {
 }
 
 TEST_F(FileOp, FixedFileAndFixedBufferTogether) {
+    RINGO_IO_URING_ONLY("a registered file and registered buffers");
     Runtime rt;
     AlignedBuf b(4096);
     ringo::buf::BufferTable bufs(rt);
@@ -164,6 +168,7 @@ TEST_F(FileOp, FixedFileAndFixedBufferTogether) {
 }
 
 TEST_F(FileOp, FixedFileAdviceSyncAndDatasync) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     Fd fd = open_rw("fixed-advice");
     ASSERT_EQ(::write(fd, "0123456789", 10), 10);
@@ -211,6 +216,7 @@ TEST_F(FileOp, ReadvWritevFixedOnAFixedFile) {
 }
 
 TEST_F(FileOp, BadPointersAndUnregisteredBuffers) {
+    RINGO_IO_URING_ONLY("registered buffers and madvise");
     Runtime rt;
     AlignedBuf b(4096);
     Fd fd = open_rw("badptr");
@@ -238,6 +244,7 @@ TEST_F(FileOp, BadPointersAndUnregisteredBuffers) {
 }
 
 TEST_F(FileOp, WrongFixedIndexAndClosedFdForEveryFileOp) {
+    RINGO_IO_URING_ONLY("a registered file table and PROVIDE_BUFFERS");
     Runtime rt;
     Fd fd = open_rw("wrong-index");
     Pipe a, b;
@@ -286,6 +293,7 @@ TEST_F(FileOp, Fallocate) {
 }
 
 TEST_F(FileOp, FallocateFixedFile) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     Fd fd = open_rw("falloc-fixed");
     ringo::op::FileTable files(rt);
@@ -309,6 +317,7 @@ TEST_F(FileOp, Fadvise) {
 }
 
 TEST_F(FileOp, Madvise) {
+    RINGO_IO_URING_ONLY("madvise");
     const std::size_t len = 4 * 4096;
     void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(p, MAP_FAILED);
@@ -335,6 +344,7 @@ TEST_F(FileOp, SyncFileRange) {
 }
 
 TEST_F(FileOp, Ftruncate) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     if (!rt.supports(ringo::uring::compat::opcode::ftruncate))
         GTEST_SKIP() << "kernel lacks IORING_OP_FTRUNCATE (6.9)";
@@ -376,6 +386,7 @@ TEST_F(FileOp, SpliceFileThroughPipeToFile) {
 }
 
 TEST_F(FileOp, SpliceFixedFiles) {
+    RINGO_IO_URING_ONLY("registered files");
     Runtime rt;
     write_file(path("src"), "fixed splice");
     Fd src(::open(path("src").c_str(), O_RDONLY | O_CLOEXEC));
@@ -411,6 +422,7 @@ TEST_F(FileOp, TeeDuplicatesPipeContent) {
 }
 
 TEST_F(FileOp, TeeFixedFiles) {
+    RINGO_IO_URING_ONLY("registered files");
     Runtime rt;
     Pipe a, b;
     ASSERT_EQ(::write(a.w, "fx", 2), 2);
@@ -425,6 +437,7 @@ TEST_F(FileOp, TeeFixedFiles) {
 // --- provided buffers ----------------------------------------------------------------------
 
 TEST_F(FileOp, ReadWithProvidedBuffers) {
+    RINGO_IO_URING_ONLY("PROVIDE_BUFFERS groups");
     write_file(path("pb"), "provided");
     Fd fd(::open(path("pb").c_str(), O_RDONLY | O_CLOEXEC));
     static char pool[4][64];

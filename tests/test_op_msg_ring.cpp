@@ -48,6 +48,7 @@ Task<void> settle(op::Mailbox& box, std::size_t n) {
 }
 
 TEST(MsgRing, ToOwnMailbox) {
+    RINGO_IO_URING_ONLY("msg_ring");
     Runtime rt;
     op::Mailbox box(rt);
     rt.block_on([&]() -> Task<void> {
@@ -70,6 +71,7 @@ TEST(MsgRing, ToOwnMailbox) {
 }
 
 TEST(MsgRing, MailboxOverflowAndSecondReceiver) {
+    RINGO_IO_URING_ONLY("msg_ring");
     Runtime rt;
     op::Mailbox box(rt, 2);
     rt.block_on([&]() -> Task<void> {
@@ -89,6 +91,7 @@ TEST(MsgRing, MailboxOverflowAndSecondReceiver) {
 }
 
 TEST(MsgRing, CancelledReceiver) {
+    RINGO_IO_URING_ONLY("msg_ring");
     Runtime rt;
     op::Mailbox box(rt);
     rt.block_on([&]() -> Task<void> {
@@ -102,6 +105,7 @@ TEST(MsgRing, CancelledReceiver) {
 }
 
 TEST(MsgRing, UserDataZeroIsIgnoredByTheTarget) {
+    RINGO_IO_URING_ONLY("msg_ring");
     Runtime rt;
     rt.block_on([&]() -> Task<void> {
         auto before = rt.stats().cqes;
@@ -114,6 +118,7 @@ TEST(MsgRing, UserDataZeroIsIgnoredByTheTarget) {
 }
 
 TEST(MsgRing, DataToAnotherThreadsRuntime) {
+    RINGO_IO_URING_ONLY("msg_ring");
     std::promise<const op::Mailbox*> ready;
     std::vector<op::Mailbox::Message> got;
     std::thread target([&] {
@@ -136,6 +141,7 @@ TEST(MsgRing, DataToAnotherThreadsRuntime) {
 }
 
 TEST(MsgRing, PassARegisteredFileToAnotherRing) {
+    RINGO_IO_URING_ONLY("msg_ring");
     Pipe p;
     ASSERT_EQ(::write(p.w, "passed fd", 9), 9);
     std::promise<const op::Mailbox*> ready;
@@ -174,6 +180,7 @@ TEST(MsgRing, PassARegisteredFileToAnotherRing) {
 }
 
 TEST(MsgRing, Errors) {
+    RINGO_IO_URING_ONLY("msg_ring");
     Runtime rt;
     Runtime other; // no file table
     Pipe p;

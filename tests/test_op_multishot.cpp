@@ -177,6 +177,7 @@ TEST(Multishot, AcceptOneCqePerConnectionThenCancel) {
 }
 
 TEST(Multishot, AcceptDirectIntoFreeSlots) {
+    RINGO_IO_URING_ONLY("accept_direct into a registered file table");
     Runtime rt;
     Listener l;
     ringo::op::FileTable files(rt);
@@ -254,6 +255,7 @@ TEST(Multishot, AcceptAndReadOnFixedFiles) {
 }
 
 TEST(Multishot, AcceptDirectEndsWhenTheTableIsFull) {
+    RINGO_IO_URING_ONLY("accept_direct into a registered file table");
     Runtime rt;
     Listener l;
     ringo::op::FileTable files(rt);
@@ -304,6 +306,7 @@ TEST(Multishot, AcceptErrorsEndAtOnce) {
 // --- recv / recvmsg -------------------------------------------------------------------------
 
 TEST(Multishot, RecvIntoProvidedBuffers) {
+    RINGO_IO_URING_ONLY("PROVIDE_BUFFERS groups");
     Runtime rt;
     TcpPair tcp;
     static char pool[4][64];
@@ -341,6 +344,7 @@ TEST(Multishot, RecvIntoProvidedBuffers) {
 }
 
 TEST(Multishot, RecvEndsWhenTheGroupRunsDryAndAtEndOfStream) {
+    RINGO_IO_URING_ONLY("PROVIDE_BUFFERS groups");
     Runtime rt;
     TcpPair tcp;
     static char pool[2][16];
@@ -401,6 +405,7 @@ TEST(Multishot, RecvErrors) {
 }
 
 TEST(Multishot, RecvmsgWithHeaderInEachBuffer) {
+    RINGO_IO_URING_ONLY("PROVIDE_BUFFERS groups");
     Runtime rt;
     UdpSocket rx, tx;
     static char pool[4][128];
@@ -445,6 +450,7 @@ TEST(Multishot, RecvmsgWithHeaderInEachBuffer) {
 }
 
 TEST(Multishot, RecvOnFixedFile) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     TcpPair tcp;
     ringo::op::FileTable files(rt);
@@ -544,6 +550,7 @@ TEST(Multishot, ReadEndsAtEndOfFileAndOnBadInput) {
 // --- timeout --------------------------------------------------------------------------------
 
 TEST(Multishot, TimeoutWithACountStopsByItself) {
+    RINGO_IO_URING_ONLY("multishot timeouts");
     Runtime rt;
     CqeLog log(rt);
     __kernel_timespec ts = op::to_timespec(2ms);
@@ -564,6 +571,7 @@ TEST(Multishot, TimeoutWithACountStopsByItself) {
 }
 
 TEST(Multishot, TimeoutWithoutACountRepeatsUntilRemoved) {
+    RINGO_IO_URING_ONLY("multishot timeouts");
     Runtime rt;
     CqeLog log(rt), removed(rt);
     __kernel_timespec ts = op::to_timespec(1ms);
@@ -633,6 +641,7 @@ TEST(Multishot, PollReportsEachReadiness) {
 }
 
 TEST(Multishot, PollRemoveAndFixedFile) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     Pipe p(O_CLOEXEC | O_NONBLOCK);
     ringo::op::FileTable files(rt);

@@ -53,6 +53,7 @@ TEST_F(PathOp, Openat2) {
 }
 
 TEST_F(PathOp, OpenatDirectIntoChosenAndAllocatedSlots) {
+    RINGO_IO_URING_ONLY("openat_direct into a registered file table");
     Runtime rt;
     write_file(p("d"), "direct open");
     ringo::op::FileTable files(rt);
@@ -86,6 +87,7 @@ TEST_F(PathOp, OpenatDirectIntoChosenAndAllocatedSlots) {
 }
 
 TEST_F(PathOp, OpenatDirectWithoutTable) {
+    RINGO_IO_URING_ONLY("openat_direct (registered files)");
     write_file(p("d"), "x");
     run([&]() -> Task<void> {
         EXPECT_EQ(co_await op::openat_direct(AT_FDCWD, p("d").c_str(), O_RDONLY, 0, 0), -ENXIO);
@@ -95,6 +97,7 @@ TEST_F(PathOp, OpenatDirectWithoutTable) {
 }
 
 TEST_F(PathOp, Openat2Direct) {
+    RINGO_IO_URING_ONLY("openat2_direct into a registered file table");
     Runtime rt;
     write_file(p("d2"), "openat2 direct");
     ringo::op::FileTable files(rt);
@@ -177,6 +180,7 @@ TEST_F(PathOp, SymlinkatAndLinkat) {
 }
 
 TEST_F(PathOp, ClosedDirfdAndBadPointers) {
+    RINGO_IO_URING_ONLY("openat_direct and openat2_direct (registered files)");
     // A relative path resolved against a closed directory descriptor: -EBADF. (dfd is always
     // a plain descriptor: the kernel does not take a registered file for it.)
     write_file(p("f"), "x");
@@ -212,6 +216,7 @@ TEST_F(PathOp, ClosedDirfdAndBadPointers) {
 // --- extended attributes ---------------------------------------------------------------------
 
 TEST_F(PathOp, SetxattrGetxattr) {
+    RINGO_IO_URING_ONLY("xattr ops");
     write_file(p("x"), "");
     if (::setxattr(p("x").c_str(), "user.probe", "1", 1, 0) != 0)
         GTEST_SKIP() << "the temporary directory's file system has no user xattrs: " << std::strerror(errno);
@@ -239,6 +244,7 @@ TEST_F(PathOp, SetxattrGetxattr) {
 }
 
 TEST_F(PathOp, FsetxattrFgetxattrPlainAndFixed) {
+    RINGO_IO_URING_ONLY("xattr ops and a registered file");
     write_file(p("fx"), "");
     if (::setxattr(p("fx").c_str(), "user.probe", "1", 1, 0) != 0)
         GTEST_SKIP() << "the temporary directory's file system has no user xattrs: " << std::strerror(errno);

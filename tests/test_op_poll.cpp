@@ -35,6 +35,7 @@ TEST(PollOp, ReadyAndWaiting) {
 }
 
 TEST(PollOp, FixedFile) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     Pipe p;
     ringo::op::FileTable files(rt);
@@ -61,6 +62,7 @@ TEST(PollOp, RemoveCancelsThePoll) {
 }
 
 TEST(PollOp, UpdateChangesTheEvents) {
+    RINGO_IO_URING_ONLY("poll update");
     TcpPair tcp;
     run([&]() -> Task<void> {
         auto poll = op::poll_add(tcp.client, POLLPRI); // no urgent data will come

@@ -60,6 +60,7 @@ struct Counter {
 };
 
 TEST(SendZc, SendsAndReleasesOnNotification) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     Counter c;
@@ -85,6 +86,7 @@ TEST(SendZc, SendsAndReleasesOnNotification) {
 // bytes are queued) but the kernel keeps the pages until the receiver reads and the data is
 // acknowledged. The tracker stays busy, and the callback does not run, all that time.
 TEST(SendZc, BufferIsNotReleasedBeforeTheNotification) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp(0, 65536); // a fixed (not auto-tuned) receive buffer on the server side
     int big = 8 << 20;
@@ -135,6 +137,7 @@ TEST(SendZc, BufferIsNotReleasedBeforeTheNotification) {
 }
 
 TEST(SendZc, ManySendsOneTracker) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     Counter c;
@@ -151,6 +154,7 @@ TEST(SendZc, ManySendsOneTracker) {
 }
 
 TEST(SendZc, SendtoZcUdp) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     UdpSocket rx, tx;
     op::ZcTracker t;
@@ -167,6 +171,7 @@ TEST(SendZc, SendtoZcUdp) {
 }
 
 TEST(SendZc, SendmsgZc) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     UdpSocket rx, tx;
     op::ZcTracker t;
@@ -189,6 +194,7 @@ TEST(SendZc, SendmsgZc) {
 }
 
 TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     UdpSocket rx, tx;
     ringo::op::FileTable files(rt);
@@ -225,6 +231,7 @@ TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
 }
 
 TEST(SendZc, FixedBufferAndFixedFile) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     alignas(4096) static char mem[4096];
@@ -252,6 +259,7 @@ TEST(SendZc, FixedBufferAndFixedFile) {
 }
 
 TEST(SendZc, BadInput) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TempDir dir;
     Fd file(::open(dir.file("f").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
@@ -271,6 +279,7 @@ TEST(SendZc, BadInput) {
 }
 
 TEST(SendZc, TrackerDestroyedWhileBusyStillReleases) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     Counter c;
@@ -290,6 +299,7 @@ TEST(SendZc, TrackerDestroyedWhileBusyStillReleases) {
 }
 
 TEST(SendZc, RuntimeDestructorWaitsForTheNotification) {
+    RINGO_IO_URING_ONLY("zero-copy send");
     Counter c;
     std::string data(2048, 'w');
     TcpPair tcp;

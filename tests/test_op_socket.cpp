@@ -120,6 +120,7 @@ TEST(SocketOp, BindListenErrorsThroughTheFallback) {
 }
 
 TEST(SocketOp, SocketDirectBindListenAcceptDirect) {
+    RINGO_IO_URING_ONLY("socket_direct and accept_direct (registered files)");
     Runtime rt;
     if (!rt.supports(compat::opcode::bind))
         GTEST_SKIP() << "kernel lacks IORING_OP_BIND/LISTEN (6.11)";
@@ -164,6 +165,7 @@ TEST(SocketOp, SocketDirectBindListenAcceptDirect) {
 }
 
 TEST(SocketOp, SocketDirectWithoutTable) {
+    RINGO_IO_URING_ONLY("socket_direct (registered files)");
     run([]() -> Task<void> {
         EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, 0), -ENXIO);
         EXPECT_EQ(co_await op::socket_direct(AF_INET, SOCK_STREAM, 0, op::alloc_slot), -ENFILE);
@@ -172,6 +174,7 @@ TEST(SocketOp, SocketDirectWithoutTable) {
 }
 
 TEST(SocketOp, AcceptErrors) {
+    RINGO_IO_URING_ONLY("accept_direct (registered files)");
     run([]() -> Task<void> {
         Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
         EXPECT_EQ(co_await op::accept(s), -EINVAL); // not listening
@@ -196,6 +199,7 @@ TEST(SocketOp, SendtoUdp) {
 }
 
 TEST(SocketOp, SendtoFixedFile) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     UdpSocket rx, tx;
     ringo::op::FileTable files(rt);
@@ -241,6 +245,7 @@ TEST(SocketOp, SendmsgRecvmsg) {
 }
 
 TEST(SocketOp, SendmsgRecvmsgFixedTcp) {
+    RINGO_IO_URING_ONLY("a registered file");
     Runtime rt;
     TcpPair tcp;
     ringo::op::FileTable files(rt);
@@ -264,6 +269,7 @@ TEST(SocketOp, SendmsgRecvmsgFixedTcp) {
 }
 
 TEST(SocketOp, RecvWithProvidedBuffers) {
+    RINGO_IO_URING_ONLY("PROVIDE_BUFFERS groups");
     TcpPair tcp;
     static char pool[2][32];
     run([&]() -> Task<void> {
@@ -284,6 +290,7 @@ TEST(SocketOp, RecvWithProvidedBuffers) {
 }
 
 TEST(SocketOp, WrongFixedIndexAndBadPointers) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Runtime rt;
     TcpPair tcp;
     Listener l;

@@ -79,6 +79,7 @@ TEST(TimeoutOp, UpdateShortensTheTimeout) {
 }
 
 TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
+    RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     run([&]() -> Task<void> {
         char c;
@@ -92,6 +93,7 @@ TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
 }
 
 TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
+    RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     ASSERT_EQ(::write(p.w, "q", 1), 1);
     run([&]() -> Task<void> {
@@ -107,6 +109,7 @@ TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
 }
 
 TEST(TimeoutOp, LinkTimeoutUpdate) {
+    RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     run([&]() -> Task<void> {
         char c;
@@ -122,6 +125,7 @@ TEST(TimeoutOp, LinkTimeoutUpdate) {
 }
 
 TEST(TimeoutOp, LinkTimeoutWithoutALinkIsInvalid) {
+    RINGO_IO_URING_ONLY("link timeouts");
     run([]() -> Task<void> { EXPECT_EQ(co_await op::link_timeout(1ms), -EINVAL); });
 }
 

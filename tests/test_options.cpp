@@ -71,6 +71,7 @@ TEST(Options, CoopTaskrunReplacesDeferTaskrun) {
 }
 
 TEST(Options, AttachWqToAClosedDescriptorNamesTheOption) {
+    RINGO_IO_URING_ONLY("an io_uring ring descriptor (attach_wq)");
     int fd;
     {
         Runtime gone;
@@ -105,6 +106,7 @@ TEST(Options, AttachWqToADescriptorThatIsNotARingNamesTheOption) {
 TEST(Options, SubmitAllOff) { EXPECT_FALSE(RuntimeOptions{}.submit_all(false).to_params().flags & setup::submit_all); }
 
 TEST(Options, AttachWq) {
+    RINGO_IO_URING_ONLY("io_uring setup flags (attach_wq)");
     Runtime a;
     io_uring_params p = RuntimeOptions{}.attach_wq(a).to_params();
     EXPECT_TRUE(p.flags & setup::attach_wq);
@@ -115,6 +117,7 @@ TEST(Options, AttachWq) {
 }
 
 TEST(Options, FlagsInForceAreReadable) {
+    RINGO_IO_URING_ONLY("io_uring setup flags");
     Runtime rt;
     // This kernel (>= 6.1) accepts the defaults as asked.
     EXPECT_TRUE(rt.setup_flags() & setup::defer_taskrun);
@@ -131,6 +134,7 @@ TEST(Options, RegisterRingFdOff) {
 }
 
 TEST(Options, DegradesDeferTaskrunToCoopTaskrun) {
+    RINGO_IO_URING_ONLY("io_uring setup flags");
     Runtime rt{RuntimeOptions{}.reject_setup_flags_for_testing(setup::defer_taskrun)};
     EXPECT_FALSE(rt.setup_flags() & setup::defer_taskrun);
     EXPECT_TRUE(rt.setup_flags() & setup::coop_taskrun);
@@ -139,6 +143,7 @@ TEST(Options, DegradesDeferTaskrunToCoopTaskrun) {
 }
 
 TEST(Options, DegradesToNoTaskrunFlags) {
+    RINGO_IO_URING_ONLY("io_uring setup flags");
     Runtime rt{RuntimeOptions{}.reject_setup_flags_for_testing(setup::defer_taskrun | setup::coop_taskrun)};
     EXPECT_FALSE(rt.setup_flags() & (setup::defer_taskrun | setup::coop_taskrun | setup::taskrun_flag));
     EXPECT_EQ(rt.ring().degradations(), 2u);
@@ -172,6 +177,7 @@ TEST(Options, SetupFailsWithClearErrorWhenNothingWorks) {
 }
 
 TEST(Options, SqpollRuntimeWorks) {
+    RINGO_IO_URING_ONLY("an SQPOLL ring");
     std::unique_ptr<Runtime> rt;
     try {
         rt = std::make_unique<Runtime>(RuntimeOptions{}.sqpoll(true, 10));
@@ -347,6 +353,7 @@ TEST(Probe, UnsupportedOpcodeCompletesWithEopnotsupp) {
 }
 
 TEST(Probe, OpcodesOlderThanTheProbeAreAllSupported) {
+    RINGO_IO_URING_ONLY("the kernel's probe answers");
     // NOP .. EPOLL_CTL exist on every kernel that has the probe, which ringo requires.
     Runtime rt;
     for (unsigned op = 0; op <= ringo::uring::Probe::always_present_last; ++op)

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "helpers.hpp"
+
 using ringo::JoinHandle;
 using ringo::Runtime;
 using ringo::RuntimePool;
@@ -189,6 +191,7 @@ TEST(RuntimePool, SwitchToMisuseThrows) {
 }
 
 TEST(RuntimePool, ManyTasksAcrossThePoolAllComplete) {
+    RINGO_IO_URING_ONLY("msg_ring wake-ups between runtimes");
     RuntimePool pool(2);
     constexpr int n = 100'000;
     std::atomic<long> sum{0};

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "helpers.hpp"
+
 using namespace std::chrono_literals;
 using ringo::Runtime;
 using ringo::Task;
@@ -64,6 +66,7 @@ TEST(SqeInit, GetSqeClearsWhatPrepHelpersMayLeaveWhateverTheSlotHeld) {
 }
 
 TEST(SqeInit, A128ByteSqeIsClearedToItsEnd) {
+    RINGO_IO_URING_ONLY("an SQE128 ring");
     ringo::uring::RingParams params;
     params.sq_entries = 2;
     params.flags = compat::setup::sqe128;

@@ -71,6 +71,7 @@ Task<std::int64_t> five_ticks(bool* multishot) {
 }
 
 TEST(Interval, TicksOncePerPeriod) {
+    RINGO_IO_URING_ONLY("multishot timeouts");
     Runtime rt;
     bool multishot = false;
     std::int64_t sum = rt.block_on(five_ticks(&multishot));
@@ -336,6 +337,7 @@ Task<void> read_pipe_in_order(Runtime& rt, bool expect_multishot) {
 }
 
 TEST(ReadStream, PipeInOrderThroughADryRing) {
+    RINGO_IO_URING_ONLY("IORING_OP_READ_MULTISHOT");
     Runtime rt;
     int fds = open_fds();
     rt.block_on(read_pipe_in_order(rt, true));
@@ -836,6 +838,7 @@ Task<void> incremental_parts(Runtime& rt) {
 }
 
 TEST(IncrementalRing, PartsOfABufferWithTheirOffsets) {
+    RINGO_IO_URING_ONLY("incremental buffer rings");
     Runtime rt;
     rt.block_on(incremental_parts(rt));
     rt.block_on(settle());
@@ -879,6 +882,7 @@ Task<void> incremental_through_dry_ring(Runtime& rt, bool incremental) {
 }
 
 TEST(IncrementalRing, InOrderThroughADryRing) {
+    RINGO_IO_URING_ONLY("incremental buffer rings");
     Runtime rt;
     rt.block_on(incremental_through_dry_ring(rt, true));
 }
@@ -932,6 +936,7 @@ Task<void> incremental_busy_and_drop(Runtime& rt) {
 }
 
 TEST(IncrementalRing, OneStreamAtATimeAndDropWhileArmed) {
+    RINGO_IO_URING_ONLY("incremental buffer rings");
     Runtime rt;
     int fds = open_fds();
     rt.block_on(incremental_busy_and_drop(rt));
