@@ -88,7 +88,7 @@ public:
             head_ = j;
         tail_ = j;
         j->next = nullptr;
-        if (idle_ > 0) {
+        if (idle_ + finishing_.load(std::memory_order_acquire) > 0) {
             cv_.notify_one();
             return;
         }
@@ -126,10 +126,19 @@ private:
             if (!head_)
                 tail_ = nullptr;
             lk.unlock();
-            j->run(j);
+            j->run(j); // calls finishing() before its result is seen
             lk.lock();
+            finishing_.fetch_sub(1, std::memory_order_release);
         }
     }
+
+public:
+    /// A call is done and about to post its result: its thread counts as free for the next
+    /// call from then on (a call made right after the result is seen starts no thread).
+    void finishing() noexcept { finishing_.fetch_add(1, std::memory_order_release); }
+
+private:
+    std::atomic<unsigned> finishing_{0};
     std::mutex m_;
     std::condition_variable cv_;
     Job* head_ = nullptr;
@@ -383,7 +392,36 @@ struct EpollEngine::Impl {
 
     [[nodiscard]] unsigned cq_ready() const noexcept { return cq_tail - __atomic_load_n(&cq_head, __ATOMIC_ACQUIRE); }
 
+    // Timeouts with a completion count: each posted CQE counts for them (count_down).
+    std::vector<Pending*> counted;
+    bool counting = false;
+    void count_down() {
+        counting = true;
+        for (std::size_t i = 0; i < counted.size();) {
+            Pending* t = counted[i];
+            if (t->state != State::timer || t->sqe.opcode != opc::timeout) { // ended meanwhile
+                counted[i] = counted.back();
+                counted.pop_back();
+                continue;
+            }
+            if (--t->sqe.off == 0) {
+                counted[i] = counted.back();
+                counted.pop_back();
+                heap_remove(t);
+                finish(t, 0);
+                continue;
+            }
+            ++i;
+        }
+        counting = false;
+    }
+
     void post(std::uint64_t ud, int res, std::uint32_t flags) {
+        post_cqe(ud, res, flags);
+        if (!counted.empty() && !counting)
+            count_down();
+    }
+    void post_cqe(std::uint64_t ud, int res, std::uint32_t flags) {
         if (!overflow.empty() || cq_ready() >= cqes.size()) {
             overflow.push_back(io_uring_cqe{ud, res, flags});
             sq_flags |= compat::sq_cq_overflow;
@@ -575,6 +613,13 @@ struct EpollEngine::Impl {
         }
         p->heap_index = static_cast<std::size_t>(-1);
     }
+    static bool valid_timespec(std::uint64_t addr) noexcept {
+        __kernel_timespec ts{};
+        if (!addr)
+            return false;
+        std::memcpy(&ts, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(addr)), sizeof ts);
+        return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < 1'000'000'000;
+    }
     static std::uint64_t deadline_of(const void* tsp, std::uint32_t flags) noexcept {
         __kernel_timespec ts{};
         if (tsp)
@@ -609,6 +654,7 @@ struct EpollEngine::Impl {
     static void run_on_pool(Job* j) noexcept {
         auto* p = static_cast<Pending*>(j);
         p->res = blocking_call(p->sqe);
+        BlockingCalls::get().finishing();
         Impl* e = p->eng;
         std::lock_guard lk(e->done_m);
         p->w_next = e->done_head;
@@ -665,8 +711,14 @@ struct EpollEngine::Impl {
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
         const bool cur = s.off == ~std::uint64_t{0};
         switch (s.opcode) {
-        case opc::read: return cur ? sys(::read(fd, addr, s.len)) : sys(::pread(fd, addr, s.len, off));
-        case opc::write: return cur ? sys(::write(fd, addr, s.len)) : sys(::pwrite(fd, addr, s.len, off));
+        case opc::read: {
+            int r = cur ? -ESPIPE : sys(::pread(fd, addr, s.len, off));
+            return r == -ESPIPE ? sys(::read(fd, addr, s.len)) : r; // a stream: no offset, as io_uring
+        }
+        case opc::write: {
+            int r = cur ? -ESPIPE : sys(::pwrite(fd, addr, s.len, off));
+            return r == -ESPIPE ? sys(::write(fd, addr, s.len)) : r;
+        }
         case opc::readv:
             return sys(::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), cur ? -1 : off,
                                  static_cast<int>(s.rw_flags)));
@@ -742,6 +794,8 @@ struct EpollEngine::Impl {
             return sys(::sendto(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT, dest, dest ? alen : 0));
         }
         case opc::recvmsg:
+            if (s.flags & sqe_buffer_select)
+                return recv_selected(p);
             return sys(::recvmsg(fd, static_cast<msghdr*>(addr), static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
         case opc::sendmsg:
             return sys(::sendmsg(fd, static_cast<const msghdr*>(addr), static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
@@ -772,6 +826,8 @@ struct EpollEngine::Impl {
             return r;
         }
         case opc::read:
+            if (s.flags & sqe_buffer_select)
+                return recv_selected(p);
             if (nowait) {
                 iovec v{addr, s.len};
                 return sys(::preadv2(fd, &v, 1, -1, RWF_NOWAIT));
@@ -803,6 +859,7 @@ struct EpollEngine::Impl {
     // it (a buffer is used only when bytes arrive).
     int recv_selected(Pending* p) {
         const io_uring_sqe& s = p->sqe;
+        const bool read = s.opcode == opc::read;
         p->cflags = 0;
         if (s.buf_group >= groups.size() || !groups[s.buf_group].br)
             return -ENOBUFS;
@@ -812,19 +869,72 @@ struct EpollEngine::Impl {
             return -ENOBUFS;
         const io_uring_buf& b = g.br->bufs[g.head & g.mask];
         const std::uint32_t len = s.len && s.len < b.len ? s.len : b.len;
-        int r = sys(::recv(s.fd, reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.addr)), len,
-                           static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        void* to = reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.addr));
+        int r;
+        if (s.opcode == opc::recvmsg) {
+            r = recvmsg_into(s, static_cast<char*>(to), b.len);
+        } else if (!read) {
+            r = sys(::recv(s.fd, to, len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+        } else if (fd_state(s.fd).kind == Kind::nowait) {
+            iovec v{to, len};
+            r = sys(::preadv2(s.fd, &v, 1, -1, RWF_NOWAIT));
+        } else {
+            r = sys(::read(s.fd, to, len));
+        }
         if (r > 0) {
             ++g.head;
             p->cflags = IORING_CQE_F_BUFFER | (static_cast<std::uint32_t>(b.bid) << IORING_CQE_BUFFER_SHIFT);
         }
         return r;
     }
+    // A recvmsg into a provided buffer lays it out as the kernel does: an io_uring_recvmsg_out
+    // header, the room the SQE's msghdr asks for the name and the control data, then the
+    // payload; the result counts all of it.
+    static int recvmsg_into(const io_uring_sqe& s, char* buf, std::uint32_t cap) noexcept {
+        const auto* user = reinterpret_cast<const msghdr*>(static_cast<std::uintptr_t>(s.addr));
+        const std::size_t nl = user->msg_namelen, cl = user->msg_controllen;
+        const std::size_t head = sizeof(io_uring_recvmsg_out) + nl + cl;
+        if (cap < head)
+            return -EFAULT;
+        msghdr m{};
+        m.msg_name = nl ? buf + sizeof(io_uring_recvmsg_out) : nullptr;
+        m.msg_namelen = static_cast<socklen_t>(nl);
+        m.msg_control = cl ? buf + sizeof(io_uring_recvmsg_out) + nl : nullptr;
+        m.msg_controllen = cl;
+        iovec v{buf + head, cap - head};
+        m.msg_iov = &v;
+        m.msg_iovlen = 1;
+        int r = sys(::recvmsg(s.fd, &m, static_cast<int>(s.msg_flags) | MSG_DONTWAIT | MSG_TRUNC));
+        if (r < 0)
+            return r;
+        io_uring_recvmsg_out out{};
+        out.namelen = m.msg_namelen;
+        out.controllen = static_cast<std::uint32_t>(m.msg_controllen);
+        out.payloadlen = static_cast<std::uint32_t>(r);
+        out.flags = static_cast<std::uint32_t>(m.msg_flags);
+        std::memcpy(buf, &out, sizeof out);
+        const std::size_t got = static_cast<std::size_t>(r) < cap - head ? static_cast<std::size_t>(r) : cap - head;
+        return static_cast<int>(head + got);
+    }
     static bool multishot(const io_uring_sqe& s) noexcept {
-        if (s.opcode == opc::recv && (s.ioprio & recv_multishot))
+        if ((s.opcode == opc::recv || s.opcode == opc::recvmsg) && (s.ioprio & recv_multishot))
             return true;
         return (s.opcode == opc::accept && (s.ioprio & accept_multishot)) ||
                (s.opcode == opc::poll_add && (s.len & poll_add_multi));
+    }
+    // The caller asked not to wait (MSG_DONTWAIT, RWF_NOWAIT): -EAGAIN is its answer.
+    static bool callers_nowait(const io_uring_sqe& s) noexcept {
+        switch (s.opcode) {
+        case opc::recv:
+        case opc::send:
+        case opc::recvmsg:
+        case opc::sendmsg: return (s.msg_flags & MSG_DONTWAIT) != 0;
+        case opc::read:
+        case opc::write:
+        case opc::readv:
+        case opc::writev: return (s.rw_flags & RWF_NOWAIT) != 0;
+        default: return false;
+        }
     }
     static bool is_write(std::uint8_t op) noexcept {
         return op == opc::send || op == opc::sendmsg || op == opc::connect || op == opc::write || op == opc::writev;
@@ -914,6 +1024,8 @@ struct EpollEngine::Impl {
     }
     int cancel(const io_uring_sqe& s, Pending* self) {
         const std::uint32_t fl = s.cancel_flags;
+        if ((fl & cancel_fd) && !(fl & cancel_any) && ::fcntl(s.fd, F_GETFD) < 0)
+            return -EBADF; // as the kernel, which looks the descriptor up first
         const bool many = fl & (cancel_all | cancel_any);
         // One at a time, looking again each time: ending one can start another (the next SQE
         // of its link). A call on the pool stays in the list until it ends (marked cancelled).
@@ -955,8 +1067,9 @@ struct EpollEngine::Impl {
             finish(p, -EBADF); // no registered file table here: as the kernel answers without one
             return;
         }
-        if ((s.flags & sqe_buffer_select) && s.opcode != opc::recv) {
-            finish(p, -EOPNOTSUPP); // provided buffers: recv only
+        if ((s.flags & sqe_buffer_select) && s.opcode != opc::recv && s.opcode != opc::read &&
+            s.opcode != opc::recvmsg) {
+            finish(p, -EOPNOTSUPP); // provided buffers: recv, recvmsg and read
             return;
         }
         switch (s.opcode) {
@@ -994,16 +1107,23 @@ struct EpollEngine::Impl {
                                       reinterpret_cast<epoll_event*>(static_cast<std::uintptr_t>(s.addr)))));
             return;
         case opc::timeout:
-            if (s.timeout_flags & ~(timeout_abs | timeout_realtime | (1u << 2) | (1u << 5))) {
-                finish(p, -EINVAL); // multishot timeouts and the like
+            if ((s.timeout_flags & ~(timeout_abs | timeout_realtime | (1u << 2) | (1u << 5))) ||
+                !valid_timespec(s.addr)) {
+                finish(p, -EINVAL); // multishot timeouts and the like, a negative time
                 return;
             }
             p->deadline =
                 deadline_of(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.addr)), s.timeout_flags);
             p->state = State::timer;
             heap_push(p);
+            if (s.off) // also ends (with 0) once that many other completions were posted
+                counted.push_back(p);
             return;
         case opc::timeout_remove: {
+            if ((s.timeout_flags & timeout_update) && !valid_timespec(s.off)) {
+                finish(p, -EINVAL);
+                return;
+            }
             Pending* t = find_in_flight(s.addr, opc::timeout);
             if (!t || t->state != State::timer) {
                 finish(p, -ENOENT);
@@ -1041,7 +1161,8 @@ struct EpollEngine::Impl {
         case opc::recvmsg:
         case opc::sendmsg:
             if ((s.ioprio & (recvsend_fixed_buf | recvsend_bundle)) ||
-                ((s.ioprio & recv_multishot) && !(s.opcode == opc::recv && (s.flags & sqe_buffer_select)))) {
+                ((s.ioprio & recv_multishot) &&
+                 !((s.opcode == opc::recv || s.opcode == opc::recvmsg) && (s.flags & sqe_buffer_select)))) {
                 finish(p, -EOPNOTSUPP);
                 return;
             }
@@ -1124,7 +1245,7 @@ struct EpollEngine::Impl {
         // First try at once: most calls on a socket or pipe find data or room.
         p->state = st;
         int r = try_call(p);
-        if (r == -EAGAIN) {
+        if (r == -EAGAIN && !callers_nowait(s)) {
             wait_ready(p, st);
             return;
         }
@@ -1192,7 +1313,19 @@ struct EpollEngine::Impl {
         return n;
     }
 
+    // Operations in flight progress only in enter (the kernel's go on by themselves): while
+    // there are any, the SQ flags ask the runtime to enter (IORING_SQ_TASKRUN, as deferred
+    // task work does), so a busy run queue does not keep timers, readiness or the pool's
+    // results from being seen.
     long enter(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) {
+        long r = enter_once(to_submit, min_complete, flags, timeout_ns);
+        if (all)
+            sq_flags |= compat::sq_taskrun;
+        else
+            sq_flags &= ~compat::sq_taskrun;
+        return r;
+    }
+    long enter_once(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) {
         const std::uint64_t start_ns = timeout_ns ? mono_ns() : 0;
         const unsigned n = std::min(to_submit, sq_tail - sq_head);
         submit(n);

@@ -381,7 +381,9 @@ int Ring::submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
     }
     ++enters_;
     // The engine takes every SQE before it waits: they count as submitted whatever the
-    // wait ends with (-ETIME, -EINTR).
+    // wait ends with (-ETIME, -EINTR). While operations are in flight it asks to be entered
+    // (needs_enter): each enter then also looks at what became ready.
+    get_events = get_events || needs_enter();
     long r = emu_->enter(to_submit, wait_nr, (wait_nr || get_events) ? compat::enter::getevents : 0u, timeout_ns);
     sqes_submitted_ += to_submit;
     return static_cast<int>(r);
