@@ -88,6 +88,9 @@ public:
             head_ = j;
         tail_ = j;
         j->next = nullptr;
+        // A free thread (idle, or about to be) takes it; else a new one, up to max_threads.
+        // (Calls queued at once may so wait for one another's thread: a call that blocks for
+        // long, such as the open of a FIFO until its other end opens, holds the ones behind it.)
         if (idle_ + finishing_.load(std::memory_order_acquire) > 0) {
             cv_.notify_one();
             return;
@@ -215,7 +218,9 @@ struct EpollEngine::Impl {
         std::uint64_t deadline = 0;
         std::size_t heap_index = static_cast<std::size_t>(-1);
         int res = 0;
+        std::uint32_t gen = 0;    // counts the record's uses
         std::uint32_t cflags = 0; // CQE flags of the result (a selected buffer)
+        bool empty = false;       // a multishot recvmsg's last message had no payload
         int fd = -1;
         State state = State::free;
         bool cancelled = false;
@@ -224,9 +229,9 @@ struct EpollEngine::Impl {
     struct FdState {
         Kind kind = Kind::unknown;
         bool registered = false;
-        // Made by this engine (accept, socket): it sees the descriptor's close too (close),
-        // so one registration serves it while it is open. Any other descriptor may be closed
-        // behind the engine's back and its number reused: each wait registers it again.
+        // Made by this engine (accept, socket): what it is (kind) is kept from call to call.
+        // Any other descriptor may be closed behind the engine's back and its number reused:
+        // it is looked at again at a call that finds nothing waiting on it.
         bool owned = false;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
@@ -267,7 +272,10 @@ struct EpollEngine::Impl {
     // SIGPIPE: io_uring's writes to a pipe whose reader left yield -EPIPE and raise no signal.
     // The engine's runtime thread keeps SIGPIPE blocked while the engine lives and takes the
     // one a write raised (sigpipe_taken); the old mask comes back with the engine's end.
-    bool unblock_sigpipe = false;
+    // Engines alive on this thread, and whether the first of them blocked SIGPIPE (the last
+    // to go unblocks it): several runtimes may share a thread and end in any order.
+    static inline thread_local unsigned t_engines = 0;
+    static inline thread_local bool t_unblock_sigpipe = false;
     static void take_sigpipe() noexcept {
         sigset_t s;
         sigemptyset(&s);
@@ -278,11 +286,12 @@ struct EpollEngine::Impl {
     }
 
     Impl(unsigned sq_entries, unsigned cq_entries, io_uring& r) : ring(r) {
-        sigset_t pipe_set, old;
-        sigemptyset(&pipe_set);
-        sigaddset(&pipe_set, SIGPIPE);
-        if (pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0)
-            unblock_sigpipe = !sigismember(&old, SIGPIPE);
+        if (t_engines++ == 0) {
+            sigset_t pipe_set, old;
+            sigemptyset(&pipe_set);
+            sigaddset(&pipe_set, SIGPIPE);
+            t_unblock_sigpipe = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0 && !sigismember(&old, SIGPIPE);
+        }
         epfd = ::epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0)
             throw std::system_error(errno, std::generic_category(), "ringo: epoll engine: epoll_create1");
@@ -338,7 +347,7 @@ struct EpollEngine::Impl {
         }
         ::close(wake_fd);
         ::close(epfd);
-        if (unblock_sigpipe) {
+        if (--t_engines == 0 && t_unblock_sigpipe) {
             take_sigpipe();
             sigset_t pipe_set;
             sigemptyset(&pipe_set);
@@ -361,6 +370,7 @@ struct EpollEngine::Impl {
         }
         Pending* p = free_list;
         free_list = p->w_next;
+        ++p->gen;
         p->w_next = p->w_prev = nullptr;
         p->chain = nullptr;
         p->all_prev = nullptr;
@@ -456,6 +466,11 @@ struct EpollEngine::Impl {
     }
 
     void finish(Pending* p, int res) {
+        // Done before its CQE is posted: what the post sets off (a counted timeout's count, a
+        // link) must not find it still in flight.
+        p->state = State::done;
+        if (p->sqe.opcode == opc::timeout && p->sqe.off)
+            counted.erase(std::remove(counted.begin(), counted.end(), p), counted.end());
         made(p->sqe.opcode, res);
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
         Pending* next = p->chain;
@@ -503,12 +518,11 @@ struct EpollEngine::Impl {
             s.kind = Kind::nowait; // tried with RWF_NOWAIT; -EOPNOTSUPP makes it blocking
         return s.kind;
     }
-    // One edge-triggered registration per descriptor while it is open (for one this engine
-    // made; others are registered again, or re-armed, at each wait).
+    // An edge-triggered registration, made or re-armed at each wait: a descriptor may have been
+    // closed behind the engine's back (another runtime, a plain close) and its number reused,
+    // which took the kernel's registration with it.
     int watch(int fd) {
         FdState& s = fd_state(fd);
-        if (s.registered && s.owned)
-            return 0;
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
         ev.data.fd = fd;
@@ -526,13 +540,18 @@ struct EpollEngine::Impl {
     void forget(int fd) {
         if (fd < 0 || static_cast<std::size_t>(fd) >= fds.size())
             return;
-        FdState& s = fds[static_cast<std::size_t>(fd)];
-        for (Pending** list : {&s.readers, &s.writers, &s.pollers})
-            while (Pending* p = *list) {
-                unlink_waiter(*list, p);
+        // (Indexed again each time: what a finish starts may grow the table.)
+        for (int which = 0; which < 3; ++which)
+            for (;;) {
+                FdState& s = fds[static_cast<std::size_t>(fd)];
+                Pending*& list = which == 0 ? s.readers : which == 1 ? s.writers : s.pollers;
+                Pending* p = list;
+                if (!p)
+                    break;
+                unlink_waiter(list, p);
                 finish(p, -EBADF);
             }
-        s = FdState{};
+        fds[static_cast<std::size_t>(fd)] = FdState{};
     }
     static void push_waiter(Pending*& head, Pending* p) noexcept {
         if (!head) {
@@ -781,7 +800,8 @@ struct EpollEngine::Impl {
         const io_uring_sqe& s = p->sqe;
         const int fd = s.fd;
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
-        const bool nowait = fd_state(fd).kind == Kind::nowait;
+        // (A socket in blocking mode honours RWF_NOWAIT too: no read or write here ever waits.)
+        const bool nowait = fd_state(fd).kind == Kind::nowait || fd_state(fd).kind == Kind::socket;
         switch (s.opcode) {
         case opc::recv:
             if (s.flags & sqe_buffer_select)
@@ -872,10 +892,10 @@ struct EpollEngine::Impl {
         void* to = reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.addr));
         int r;
         if (s.opcode == opc::recvmsg) {
-            r = recvmsg_into(s, static_cast<char*>(to), b.len);
+            r = recvmsg_into(s, static_cast<char*>(to), b.len, p->empty);
         } else if (!read) {
             r = sys(::recv(s.fd, to, len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
-        } else if (fd_state(s.fd).kind == Kind::nowait) {
+        } else if (fd_state(s.fd).kind == Kind::nowait || fd_state(s.fd).kind == Kind::socket) {
             iovec v{to, len};
             r = sys(::preadv2(s.fd, &v, 1, -1, RWF_NOWAIT));
         } else {
@@ -890,7 +910,7 @@ struct EpollEngine::Impl {
     // A recvmsg into a provided buffer lays it out as the kernel does: an io_uring_recvmsg_out
     // header, the room the SQE's msghdr asks for the name and the control data, then the
     // payload; the result counts all of it.
-    static int recvmsg_into(const io_uring_sqe& s, char* buf, std::uint32_t cap) noexcept {
+    static int recvmsg_into(const io_uring_sqe& s, char* buf, std::uint32_t cap, bool& empty) noexcept {
         const auto* user = reinterpret_cast<const msghdr*>(static_cast<std::uintptr_t>(s.addr));
         const std::size_t nl = user->msg_namelen, cl = user->msg_controllen;
         const std::size_t head = sizeof(io_uring_recvmsg_out) + nl + cl;
@@ -907,6 +927,7 @@ struct EpollEngine::Impl {
         int r = sys(::recvmsg(s.fd, &m, static_cast<int>(s.msg_flags) | MSG_DONTWAIT | MSG_TRUNC));
         if (r < 0)
             return r;
+        empty = r == 0; // the kernel ends a multishot recvmsg there
         io_uring_recvmsg_out out{};
         out.namelen = m.msg_namelen;
         out.controllen = static_cast<std::uint32_t>(m.msg_controllen);
@@ -915,6 +936,15 @@ struct EpollEngine::Impl {
         std::memcpy(buf, &out, sizeof out);
         const std::size_t got = static_cast<std::size_t>(r) < cap - head ? static_cast<std::size_t>(r) : cap - head;
         return static_cast<int>(head + got);
+    }
+    // A multishot's result that keeps it going (IORING_CQE_F_MORE): a connection, a readiness,
+    // bytes; not the end of a stream (recv's 0, a recvmsg without payload) nor an error.
+    static bool goes_on(const io_uring_sqe& s, int r, bool empty) noexcept {
+        if (s.opcode == opc::recv)
+            return r > 0;
+        if (s.opcode == opc::recvmsg)
+            return r > 0 && !empty;
+        return r >= 0;
     }
     static bool multishot(const io_uring_sqe& s) noexcept {
         if ((s.opcode == opc::recv || s.opcode == opc::recvmsg) && (s.ioprio & recv_multishot))
@@ -956,7 +986,7 @@ struct EpollEngine::Impl {
                 to_pool(p);
                 return true;
             }
-            if (multishot(p->sqe) && (r > 0 || (r == 0 && p->sqe.opcode != opc::recv))) {
+            if (multishot(p->sqe) && goes_on(p->sqe, r, p->empty)) {
                 made(p->sqe.opcode, r);
                 post(p->sqe.user_data, r, p->cflags | cqe_f_more);
                 if (p->sqe.opcode == opc::poll_add)
@@ -993,12 +1023,15 @@ struct EpollEngine::Impl {
             while (Pending* p = fds[static_cast<std::size_t>(fd)].writers)
                 if (!retry(p))
                     break;
-        // Pollers: each looks at the descriptor itself.
-        Pending* p = fds.size() > static_cast<std::size_t>(fd) ? fds[static_cast<std::size_t>(fd)].pollers : nullptr;
+        // Pollers: each looks at the descriptor itself. What one's end sets off may end others
+        // (a link that closes the descriptor, a cancel): each next one is checked to be the
+        // same record, still polling this descriptor, before it is tried.
+        Pending* p = fds[static_cast<std::size_t>(fd)].pollers;
         while (p) {
             Pending* n = p->w_next;
+            const std::uint32_t gen = n ? n->gen : 0;
             (void)retry(p);
-            p = n;
+            p = (n && n->gen == gen && n->state == State::polling && n->fd == fd) ? n : nullptr;
         }
     }
 
@@ -1254,7 +1287,7 @@ struct EpollEngine::Impl {
             to_pool(p);
             return;
         }
-        if (multishot(s) && (r > 0 || (r == 0 && s.opcode != opc::recv))) {
+        if (multishot(s) && goes_on(s, r, p->empty)) {
             made(s.opcode, r);
             post(s.user_data, r, p->cflags | cqe_f_more);
             wait_ready(p, st);

@@ -156,12 +156,15 @@ void spawned_final(PromiseBase& p) noexcept {
     } else {
         p.own_ctx_.frame_kept = true; // a handle holds it: the result stays
     }
+    // (The value it replaces comes back at this frame's end: a parameter's destructor may
+    // end another task meanwhile. The word is free: the task runs no more.)
+    p.kept_size_ = reinterpret_cast<std::size_t>(t_keep_frame);
     t_keep_frame = p.frame_address();
 }
 
 void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBase&) noexcept) noexcept {
     void* frame = t_keep_frame;
-    t_keep_frame = nullptr;
+    t_keep_frame = reinterpret_cast<void*>(p.kept_size_);
     Runtime* rt = p.owner_;
     PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
     if (!p.own_ctx_.frame_kept) { // a detached task of a pool

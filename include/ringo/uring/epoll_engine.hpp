@@ -21,8 +21,8 @@ namespace ringo::uring {
 /// -ECANCELED; a call already running on the thread pool runs to its end, its buffer still in
 /// use until its CQE). How each opcode runs:
 ///   - readiness: sockets (MSG_DONTWAIT) and pipes, eventfds, terminals in non-blocking mode:
-///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (one
-///     edge-triggered epoll registration per descriptor for as long as it is open) and is
+///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (an
+///     edge-triggered epoll registration, made or re-armed at each wait) and is
 ///     tried again. recv, send, recvmsg, sendmsg, accept (and multishot accept), connect,
 ///     read, write, readv, writev, poll_add (and multishot poll);
 ///   - thread pool: regular files and block devices (read, write, readv, writev, fsync,
