@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -203,11 +204,17 @@ Ring::Ring(const RingParams& params) {
         ring_ = io_uring{};
         refusal_errno_ = e.code().value();
         refusal_ = std::string("io_uring could not be set up: ") + e.what();
+        // Neither engine: one std::system_error that names both reasons (out of memory for the
+        // epoll engine's queues too, as under a small RLIMIT_AS, is ENOMEM).
         try {
             setup_epoll(params);
         } catch (const std::system_error& e2) {
             throw std::system_error(e2.code(),
                                     refusal_ + "; and the epoll engine could not start either: " + e2.what());
+        } catch (const std::bad_alloc&) {
+            emu_.reset();
+            throw std::system_error(ENOMEM, std::generic_category(),
+                                    refusal_ + "; and the epoll engine could not start either: out of memory");
         }
     }
 }
