@@ -265,6 +265,7 @@ std::size_t address_space_in_use() {
 }
 
 TEST(Options, RingTooLargeForAddressSpaceLimitGivesSetupErrorFromTheKernel) {
+    RINGO_IO_URING_ONLY("the kernel refusing a ring");
     // A real refusal by the kernel: with RLIMIT_AS just above what the process maps now,
     // mapping a 32768-entry ring (about 3 MiB) fails with ENOMEM. In a child process, so the
     // limit does not touch the other tests.
