@@ -716,8 +716,6 @@ struct EpollEngine::Impl {
         while (rev) {
             Pending* n = rev->w_next;
             rev->w_next = nullptr;
-            if (rev->sqe.opcode == opc::close)
-                forget(rev->fd);
             finish(rev, rev->res);
             rev = n;
         }
@@ -770,7 +768,6 @@ struct EpollEngine::Impl {
             return sys(::linkat(fd, static_cast<const char*>(addr), static_cast<int>(s.len),
                                 reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.off)),
                                 static_cast<int>(s.hardlink_flags)));
-        case opc::close: return sys(::close(fd));
         case opc::splice:
         case opc::tee: {
             // fd_in, its offset (-1: none) in the address field, fd_out and its offset in off.
