@@ -1103,7 +1103,9 @@ struct EpollEngine::Impl {
             return;
         }
         switch (s.opcode) {
-        case opc::nop: finish(p, 0); return;
+        case opc::nop: // IORING_NOP_INJECT_RESULT (nop_flags bit 0): the result is in len
+            finish(p, (s.rw_flags & 1u) ? static_cast<int>(s.len) : 0);
+            return;
         case opc::close:
             if (s.file_index) {
                 finish(p, -EOPNOTSUPP);

@@ -1,6 +1,8 @@
 #include <ringo/uring/ring.hpp>
 
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -175,6 +177,7 @@ Ring::Ring(const RingParams& params) {
 
     if (params.attach_wq_fd >= 0)
         check_attach_wq_fd(params.attach_wq_fd);
+    setup_faults(params); // first: it may throw, and nothing is set up yet
 
     EngineKind want = params.engine;
     if (want == EngineKind::automatic) {
@@ -261,7 +264,7 @@ void Ring::setup_kernel(const RingParams& params) {
     sqe_shift_ = (flags_ & compat::setup::sqe128) ? 1 : 0;
     cqe_shift_ = (flags_ & compat::setup::cqe32) ? 1 : 0;
     sqpoll_ = (flags_ & compat::setup::sqpoll) != 0;
-    special_submit_ = sqpoll_;
+    special_submit_ = sqpoll_ || faults_;
     iopoll_ = (flags_ & compat::setup::iopoll) != 0;
     // Identity-map the SQ index array (older liburing releases leave it to each flush).
     if (ring_.sq.array && !(flags_ & compat::setup::no_sqarray)) {
@@ -306,6 +309,10 @@ long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flag
 }
 
 int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept {
+    if (faults_) [[unlikely]] {
+        if (int r = inject_faults(wait_nr, true))
+            return r;
+    }
     unsigned tail = ring_.sq.sqe_tail;
     unsigned to_submit = tail - ring_.sq.sqe_head;
     if (emu_)
@@ -373,9 +380,15 @@ int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
 }
 
 int Ring::submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept {
+    if (faults_) [[unlikely]] {
+        if (int r = inject_faults(wait_nr, wait_nr != 0))
+            return r;
+    }
     if (emu_)
         return submit_emulated(to_submit, wait_nr, get_events, nullptr);
-    return submit_sqpoll(to_submit, wait_nr, get_events);
+    if (sqpoll_)
+        return submit_sqpoll(to_submit, wait_nr, get_events);
+    return submit_direct(ring_.sq.sqe_tail, to_submit, wait_nr, get_events);
 }
 
 int Ring::submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
@@ -417,6 +430,193 @@ int Ring::submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) n
     ++enters_;
     long r = sys_enter(0, wait_nr, flags);
     return r < 0 ? static_cast<int>(r) : static_cast<int>(to_submit);
+}
+
+// --- fault injection at the seam (FaultPlan) ---------------------------------------------
+
+#ifndef RINGO_FAULT_INJECTION
+#define RINGO_FAULT_INJECTION 0
+#endif
+
+bool fault_injection_built() noexcept { return RINGO_FAULT_INJECTION != 0; }
+
+FaultPlan FaultPlan::parse(const std::string& text) {
+    FaultPlan plan;
+    std::string_view rest(text);
+    while (!rest.empty()) {
+        std::size_t comma = rest.find(',');
+        std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+        bool trailing_comma = comma != std::string_view::npos && rest.empty();
+        std::size_t eq = item.find('=');
+        std::string_view key = item.substr(0, eq);
+        std::string value(eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1));
+        char* end = nullptr;
+        errno = 0;
+        unsigned long long n = value.empty() ? 0 : std::strtoull(value.c_str(), &end, 10);
+        if (value.empty() || *end != '\0' || errno != 0 || value[0] == '-' || trailing_comma)
+            throw std::invalid_argument("ringo: a fault plan is \"enter=N,short=N,nobufs=N,seed=S\", got \"" + text +
+                                        "\"");
+        if (key == "seed") {
+            plan.seed = n;
+            continue;
+        }
+        if (n > 0xFFFFFFFFull)
+            throw std::invalid_argument("ringo: a fault's N (1 in N) is at most 4294967295, got " + value);
+        if (key == "enter")
+            plan.enter_errors = static_cast<unsigned>(n);
+        else if (key == "short")
+            plan.short_io = static_cast<unsigned>(n);
+        else if (key == "nobufs")
+            plan.no_buffers = static_cast<unsigned>(n);
+        else
+            throw std::invalid_argument("ringo: unknown fault \"" + std::string(key) +
+                                        "\" (known: enter, short, nobufs, seed)");
+    }
+    return plan;
+}
+
+struct Ring::FaultState {
+    FaultPlan plan;
+    FaultCounts counts;
+    std::uint64_t rng;
+    unsigned scanned = 0;     // SQ index up to which SQEs have been looked at
+    unsigned enter_error = 0; // which of EAGAIN, EBUSY, EINTR comes next
+
+    bool roll(unsigned one_in) noexcept {
+        if (one_in == 0)
+            return false;
+        return next() % one_in == 0;
+    }
+    std::uint64_t next() noexcept { // xorshift64*
+        rng ^= rng >> 12;
+        rng ^= rng << 25;
+        rng ^= rng >> 27;
+        return rng * 0x2545F4914F6CDD1Dull;
+    }
+};
+
+FaultCounts Ring::faults_injected() const noexcept { return faults_ ? faults_->counts : FaultCounts{}; }
+
+namespace {
+
+// Whether a transfer on `fd` may be cut short without losing or breaking anything: a regular
+// file (not O_DIRECT, whose lengths must stay aligned), a pipe or FIFO, a stream socket.
+bool may_cut_short(int fd) noexcept {
+    struct stat st;
+    if (fd < 0 || ::fstat(fd, &st) != 0)
+        return false;
+    if (S_ISREG(st.st_mode)) {
+        int fl = ::fcntl(fd, F_GETFL);
+        return fl >= 0 && !(fl & O_DIRECT);
+    }
+    if (S_ISFIFO(st.st_mode))
+        return true;
+    if (S_ISSOCK(st.st_mode)) {
+        int type = 0;
+        socklen_t len = sizeof type;
+        return ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+    }
+    return false;
+}
+
+// Whether this kernel's NOP can inject a result (IORING_NOP_INJECT_RESULT, Linux 6.10): one
+// NOP on a ring of its own.
+bool kernel_nop_injects() noexcept {
+    io_uring r;
+    if (io_uring_queue_init(2, &r, 0) != 0)
+        return false;
+    io_uring_sqe* s = io_uring_get_sqe(&r);
+    io_uring_prep_nop(s);
+    s->rw_flags = 1; // nop_flags: IORING_NOP_INJECT_RESULT
+    s->len = static_cast<unsigned>(-ENOBUFS);
+    bool ok = false;
+    io_uring_cqe* c = nullptr;
+    if (io_uring_submit_and_wait(&r, 1) == 1 && io_uring_peek_cqe(&r, &c) == 0)
+        ok = c->res == -ENOBUFS;
+    io_uring_queue_exit(&r);
+    return ok;
+}
+
+} // namespace
+
+void Ring::setup_faults(const RingParams& params) {
+    FaultPlan plan = params.faults;
+    if (!plan.any()) {
+        if (const char* e = std::getenv("RINGO_FAULTS"); e && *e)
+            plan = FaultPlan::parse(e);
+    }
+    if (!plan.any())
+        return;
+    if (!RINGO_FAULT_INJECTION)
+        throw std::invalid_argument("ringo: fault injection is not built into this ringo (it is in the test and "
+                                    "sanitizer builds: CMake option RINGO_FAULT_INJECTION)");
+    if (plan.no_buffers && params.engine != EngineKind::epoll && !kernel_nop_injects() &&
+        params.setup_errno_for_testing == 0) {
+        // Without it an injected -ENOBUFS would come back as -EINVAL on io_uring.
+        throw std::invalid_argument("ringo: injecting -ENOBUFS needs IORING_NOP_INJECT_RESULT (Linux 6.10), "
+                                    "which this kernel lacks");
+    }
+    faults_ = std::make_unique<FaultState>();
+    faults_->plan = plan;
+    faults_->rng = plan.seed * 0x9E3779B97F4A7C15ull + 0x632BE59BD9B4E019ull;
+    if (faults_->rng == 0)
+        faults_->rng = 1;
+}
+
+int Ring::inject_faults(unsigned wait_nr, bool waits) noexcept {
+    FaultState& f = *faults_;
+    (void)wait_nr;
+    // The SQEs not yet looked at: each once, however many times their submission is retried.
+    const unsigned head = ring_.sq.sqe_head, tail = ring_.sq.sqe_tail;
+    if (static_cast<int>(f.scanned - head) < 0)
+        f.scanned = head;
+    for (; f.scanned != tail; ++f.scanned) {
+        io_uring_sqe* s = &ring_.sq.sqes[(f.scanned & ring_.sq.ring_mask) << sqe_shift_];
+        namespace op = compat::opcode;
+        namespace fl = compat::sqe_flag;
+        if ((s->flags & fl::buffer_select) && f.roll(f.plan.no_buffers)) {
+            // The operation completes with -ENOBUFS without running: a NOP that injects it,
+            // keeping user_data and the link flags (a failure breaks a chain as it would).
+            std::uint64_t ud = s->user_data;
+            std::uint8_t keep = s->flags & (fl::io_link | fl::io_hardlink | fl::io_drain);
+            std::memset(s, 0, sizeof *s);
+            s->opcode = op::nop;
+            s->flags = keep;
+            s->rw_flags = 1; // nop_flags: IORING_NOP_INJECT_RESULT
+            s->len = static_cast<unsigned>(-ENOBUFS);
+            s->fd = -1;
+            s->user_data = ud;
+            ++f.counts.no_buffers;
+            continue;
+        }
+        if (!f.plan.short_io || (s->flags & (fl::io_link | fl::io_hardlink | fl::fixed_file)) || s->len < 2)
+            continue;
+        switch (s->opcode) {
+        case op::read:
+        case op::write:
+        case op::read_fixed:
+        case op::write_fixed:
+        case op::recv:
+        case op::send:
+        case op::readv:
+        case op::writev: break;
+        default: continue;
+        }
+        if (s->opcode == op::recv && (s->ioprio & compat::recvsend::recv_multishot))
+            continue;
+        if (!f.roll(f.plan.short_io) || !may_cut_short(s->fd))
+            continue;
+        s->len = 1 + static_cast<unsigned>(f.next() % (s->len - 1)); // bytes, or iovecs
+        ++f.counts.short_io;
+    }
+    if (f.roll(f.plan.enter_errors)) {
+        static constexpr int errs[] = {EAGAIN, EBUSY, EINTR};
+        int e = errs[f.enter_error++ % (waits ? 3 : 2)];
+        ++f.counts.enter_errors;
+        return -e; // nothing consumed: the SQEs stay pending for the next call
+    }
+    return 0;
 }
 
 } // namespace ringo::uring

@@ -1,11 +1,27 @@
 // The run queue's growth (include/ringo/core/detail/run_queue.hpp).
 #include <ringo/core/detail/run_queue.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
 namespace ringo::detail {
+
+std::uint64_t next_shuffle_seed() noexcept {
+    static const std::uint64_t base = [] {
+        const char* e = std::getenv("RINGO_SHUFFLE_SEED");
+        std::uint64_t s = e ? std::strtoull(e, nullptr, 10) : 1;
+        return s;
+    }();
+    static std::atomic<std::uint64_t> made{0};
+    // splitmix64 of (seed, queue number): well spread, and never 0 (xorshift's fixed point).
+    std::uint64_t z = base + 0x9E3779B97F4A7C15ull * (made.fetch_add(1, std::memory_order_relaxed) + 1);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
 
 void RunQueue::grow() {
     // Doubles in place with realloc (large queues are mmap'd, which glibc grows with mremap:

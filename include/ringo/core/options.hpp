@@ -116,6 +116,15 @@ public:
         p_.setup_errno_for_testing = err;
         return *this;
     }
+    /// Fault injection for tests: enter errors, short transfers and -ENOBUFS injected at the
+    /// engine seam while the runtime runs (uring::FaultPlan; Runtime::ring().faults_injected()
+    /// counts them). Only builds with fault injection honour it (uring::fault_injection_built());
+    /// elsewhere a plan that injects anything makes the Runtime's constructor throw
+    /// std::invalid_argument.
+    RuntimeOptions& faults_for_testing(const uring::FaultPlan& plan) noexcept {
+        p_.faults = plan;
+        return *this;
+    }
 
     /// The ring parameters these options ask for first (before any degradation).
     [[nodiscard]] uring::RingParams ring_params() const noexcept {

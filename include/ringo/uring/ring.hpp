@@ -12,6 +12,7 @@
 
 #include <ringo/uring/compat.hpp>
 #include <ringo/uring/epoll_engine.hpp>
+#include <ringo/uring/faults.hpp>
 #include <ringo/uring/probe.hpp>
 
 namespace ringo::uring {
@@ -49,6 +50,9 @@ struct RingParams {
     /// (as if io_uring_setup or mapping the rings had returned -errno), so the error paths
     /// the kernel takes only under memory pressure or old limits (ENOMEM) can be tested.
     int setup_errno_for_testing = 0;
+    /// Fault injection for tests: faults injected at the seam while the Ring runs (see
+    /// FaultPlan); the RINGO_FAULTS environment variable gives one when this injects nothing.
+    FaultPlan faults{};
 
     /// The io_uring_params the first setup attempt passes to the kernel.
     [[nodiscard]] io_uring_params to_params() const noexcept;
@@ -106,8 +110,15 @@ public:
     [[gnu::always_inline]] int submit(unsigned wait_nr, bool get_events) noexcept {
         unsigned tail = ring_.sq.sqe_tail;
         unsigned to_submit = tail - ring_.sq.sqe_head;
-        if (special_submit_) [[unlikely]] // SQPOLL, or the epoll engine
+        if (special_submit_) [[unlikely]] // SQPOLL, the epoll engine, or faults to inject
             return submit_special(to_submit, wait_nr, get_events);
+        return submit_direct(tail, to_submit, wait_nr, get_events);
+    }
+
+    /// submit() on io_uring without SQPOLL: `tail` is the SQ's tail, `to_submit` the SQEs
+    /// not yet handed to the kernel.
+    [[gnu::always_inline]] int submit_direct(unsigned tail, unsigned to_submit, unsigned wait_nr,
+                                             bool get_events) noexcept {
         if (to_submit) {
             ring_.sq.sqe_head = tail;
             __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
@@ -189,6 +200,8 @@ public:
     [[nodiscard]] std::uint64_t sqes_submitted() const noexcept { return sqes_submitted_; }
     /// Setup attempts that were refused before one worked (0: the first worked).
     [[nodiscard]] unsigned degradations() const noexcept { return degradations_; }
+    /// The faults injected so far (RingParams::faults, RINGO_FAULTS); zero without a plan.
+    [[nodiscard]] FaultCounts faults_injected() const noexcept;
 
     /// Registers a provided-buffer ring (IORING_REGISTER_PBUF_RING, io_uring_register_buf_ring;
     /// on the epoll engine, the engine's own buffer selection): 0 or -errno.
@@ -204,12 +217,14 @@ private:
     io_uring ring_{};
     Probe probe_;
     std::unique_ptr<EpollEngine> emu_; // the epoll engine, when it serves the queues
+    struct FaultState;
+    std::unique_ptr<FaultState> faults_; // the faults to inject, when a plan asks for any
     std::string refusal_;
     int refusal_errno_ = 0;
     std::uint32_t flags_ = 0;
     unsigned sqe_shift_ = 0;
     unsigned cqe_shift_ = 0;
-    bool special_submit_ = false; // sqpoll_ or emu_: submit() goes to submit_special
+    bool special_submit_ = false; // sqpoll_, emu_ or faults_: submit() goes to submit_special
     bool sqpoll_ = false;
     bool iopoll_ = false;
     bool registered_ = false;
@@ -283,6 +298,8 @@ private:
     int submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
                         const std::uint64_t* timeout_ns) noexcept;
     void setup_kernel(const RingParams& params);
+    void setup_faults(const RingParams& params);
+    int inject_faults(unsigned wait_nr, bool waits) noexcept;
     void setup_epoll(const RingParams& params);
     int submit_shortfall(long r, unsigned to_submit) noexcept;
 };

@@ -3,10 +3,25 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
+#ifndef RINGO_SHUFFLE_RUN_QUEUE
+#define RINGO_SHUFFLE_RUN_QUEUE 0
+#endif
+
 namespace ringo::detail {
+
+/// True in builds made with RINGO_SHUFFLE_RUN_QUEUE (a debug mode, CMake option of the same
+/// name): each coroutine queued to run trades places with a ready one picked at random, so
+/// the order in which ready coroutines run is scrambled and code that leans on FIFO order
+/// (in ringo or in its users) fails in a test instead of in production. The sequence is
+/// fixed by RINGO_SHUFFLE_SEED (environment, default 1), so a failure can be replayed.
+inline constexpr bool shuffles_run_queue = RINGO_SHUFFLE_RUN_QUEUE != 0;
+/// The shuffle's seed for the next run queue: RINGO_SHUFFLE_SEED mixed with a count of the
+/// queues made so far (each runtime scrambles differently, the same on every run).
+std::uint64_t next_shuffle_seed() noexcept;
 
 /// A FIFO of coroutine handles: a power-of-two ring buffer that grows.
 class RunQueue {
@@ -16,6 +31,9 @@ public:
         mask_ = 1023;
         if (!buf_)
             throw std::bad_alloc();
+#if RINGO_SHUFFLE_RUN_QUEUE
+        rng_ = next_shuffle_seed();
+#endif
     }
     /// The queue of no runtime (detail::no_runtime_queue): no buffer, never in a turn, so
     /// yield() on it returns at once.
@@ -32,12 +50,18 @@ public:
         if (len_ >= mask_) [[unlikely]]
             grow();
         buf_[(head_ + len_++) & mask_] = h.address();
+#if RINGO_SHUFFLE_RUN_QUEUE
+        shuffle_back();
+#endif
     }
     /// push() when it needs no growth; false (nothing queued) otherwise.
     [[nodiscard]] bool try_push(std::coroutine_handle<> h) noexcept {
         if (len_ >= mask_) [[unlikely]]
             return false;
         buf_[(head_ + len_++) & mask_] = h.address();
+#if RINGO_SHUFFLE_RUN_QUEUE
+        shuffle_back();
+#endif
         return true;
     }
     std::coroutine_handle<> pop() noexcept {
@@ -82,12 +106,31 @@ public:
         void** b = buf_;
         std::size_t m = mask_, hd = head_;
         b[(hd + len_) & m] = h.address();
+#if RINGO_SHUFFLE_RUN_QUEUE
+        ++len_; // h counts among the queued while it trades places
+        shuffle_back();
+        --len_;
+#endif
         head_ = hd + 1;
         return std::coroutine_handle<>::from_address(b[hd & m]);
     }
 
 private:
     void grow();
+#if RINGO_SHUFFLE_RUN_QUEUE
+    // Shuffle mode: the handle just queued at the back trades places with one picked at
+    // random among the queued ones (itself included), so every order is possible.
+    void shuffle_back() noexcept {
+        rng_ ^= rng_ << 13; // xorshift64
+        rng_ ^= rng_ >> 7;
+        rng_ ^= rng_ << 17;
+        std::size_t back = (head_ + len_ - 1) & mask_;
+        std::size_t pick = (head_ + rng_ % len_) & mask_;
+        void* t = buf_[back];
+        buf_[back] = buf_[pick];
+        buf_[pick] = t;
+    }
+#endif
     std::coroutine_handle<> yield_at_turn_end(std::coroutine_handle<> h) {
         if (!buf_) // no runtime
             return h;
@@ -100,6 +143,9 @@ private:
     std::size_t len_ = 0;        // handles queued, from head_ on
     std::size_t turn_end_ = 0;   // head_ at which the turn is over; 0 outside a turn
     std::size_t turn_start_ = 0; // head_ when the turn began
+#if RINGO_SHUFFLE_RUN_QUEUE
+    std::uint64_t rng_ = 1; // shuffle mode's generator state
+#endif
 };
 
 /// The run queue of no runtime: where t_ready points on a thread that runs none.
