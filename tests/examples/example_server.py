@@ -1,7 +1,7 @@
 """What test_echo_server.py, test_chat.py and test_http_file_server.py share: an example server run as a child process
 on port 0 (its first line says the port), its descriptors counted in /proc, and its stop by a
-signal with the lines it printed last. Imported from the scripts' own folder (the first entry
-of sys.path when a script runs)."""
+signal (or the wait for an exit a signal already began) with the lines it printed last.
+Imported from the scripts' own folder (the first entry of sys.path when a script runs)."""
 import os
 import queue
 import subprocess
@@ -76,11 +76,19 @@ class Server:
     def stop(self, sig, timeout=15):
         """Sends `sig`, waits for the exit; returns (exit code, the lines printed after the first)."""
         self.proc.send_signal(sig)
+        return self._exit(timeout, sig.name)
+
+    def wait_exit(self, timeout=15):
+        """Waits for the exit of a server already signalled (a second signal would be another
+        Ctrl-C, which ends a program whose SignalSet is gone); returns what stop() returns."""
+        return self._exit(timeout, "the signal")
+
+    def _exit(self, timeout, after):
         try:
             rc = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise Failure(f"no exit within {timeout} s of {sig.name}")
+            raise Failure(f"no exit within {timeout} s of {after}")
         out = []
         while True:
             line = self.line(5)
