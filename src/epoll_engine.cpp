@@ -286,12 +286,13 @@ struct EpollEngine::Impl {
     }
 
     Impl(unsigned sq_entries, unsigned cq_entries, io_uring& r) : ring(r) {
-        if (t_engines++ == 0) {
-            sigset_t pipe_set, old;
-            sigemptyset(&pipe_set);
-            sigaddset(&pipe_set, SIGPIPE);
-            t_unblock_sigpipe = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0 && !sigismember(&old, SIGPIPE);
-        }
+        // Memory first (std::bad_alloc leaves nothing to undo), then the descriptors (each
+        // failure closes what was opened), then the signal mask, which cannot fail.
+        sqes.resize(sq_entries);
+        cqes.resize(cq_entries);
+        fds.resize(1024); // the usual descriptor limit: the first call on a descriptor allocates nothing
+        heap.reserve(64);
+        sq_array.resize(sq_entries);
         epfd = ::epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0)
             throw std::system_error(errno, std::generic_category(), "ringo: epoll engine: epoll_create1");
@@ -310,11 +311,12 @@ struct EpollEngine::Impl {
             ::close(epfd);
             throw std::system_error(e, std::generic_category(), "ringo: epoll engine: epoll_ctl");
         }
-        sqes.resize(sq_entries);
-        cqes.resize(cq_entries);
-        fds.resize(1024); // the usual descriptor limit: the first call on a descriptor allocates nothing
-        heap.reserve(64);
-        sq_array.resize(sq_entries);
+        if (t_engines++ == 0) {
+            sigset_t pipe_set, old;
+            sigemptyset(&pipe_set);
+            sigaddset(&pipe_set, SIGPIPE);
+            t_unblock_sigpipe = pthread_sigmask(SIG_BLOCK, &pipe_set, &old) == 0 && !sigismember(&old, SIGPIPE);
+        }
         for (unsigned i = 0; i < sq_entries; ++i)
             sq_array[i] = i;
         std::memset(&ring, 0, sizeof ring);
@@ -361,7 +363,8 @@ struct EpollEngine::Impl {
     Pending* make() {
         if (!free_list) {
             constexpr std::size_t n = 64;
-            chunks.emplace_back(new Pending[n]);
+            std::unique_ptr<Pending[]> fresh(new Pending[n]);
+            chunks.push_back(std::move(fresh)); // when this throws, `fresh` frees the chunk
             Pending* c = chunks.back().get();
             for (std::size_t i = 0; i < n; ++i) {
                 c[i].w_next = free_list;

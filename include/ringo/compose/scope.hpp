@@ -34,9 +34,14 @@ public:
     void spawn(Task<T> t) {
         if (!s_->g.rt)
             throw std::logic_error("ringo: TaskScope used outside a runtime");
+        // The frame and the run queue's room first: when memory runs out (std::bad_alloc),
+        // nothing is counted, so join() does not wait for a task that never started.
+        Task<void> branch = run(s_, s_->next_index, std::move(t));
+        detail::RuntimeAccess::reserve_ready(*s_->g.rt, 1);
+        ++s_->next_index;
         ++s_->refs;
         ++s_->g.remaining;
-        detail::start_branch(s_->g, run(s_, s_->next_index++, std::move(t)));
+        detail::start_branch(s_->g, std::move(branch));
     }
 
     /// Requests cancellation of every task in the scope.

@@ -1,6 +1,7 @@
 // ringo/compose/when.hpp - when_all and when_any.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <exception>
 #include <optional>
@@ -76,7 +77,9 @@ Task<void> run_branch(BranchGroup& g, std::size_t idx, Task<T> t, std::optional<
 }
 
 /// Starts `t` on the current runtime as a branch of `g`: detached, cancelled with `g.ctx`.
-inline void start_branch(BranchGroup& g, Task<void> t) {
+/// Room for it in the run queue must have been reserved (RuntimeAccess::reserve_ready): from
+/// here on nothing allocates, so a branch is never half started.
+inline void start_branch(BranchGroup& g, Task<void> t) noexcept {
     auto h = t.release();
     auto& p = h.promise();
     Runtime& rt = *g.rt;
@@ -126,22 +129,33 @@ struct OpenBranches {
     void await_resume() const noexcept {}
 };
 
-/// Starts one branch of `g` per task, branch i storing its value in std::get<i>(out).
+/// Starts one branch of `g` per task, branch i storing its value in std::get<i>(out). Every
+/// branch's frame is made, and room in the run queue reserved, before the first starts: when
+/// memory runs out (std::bad_alloc) no branch has started, so none outlives the group.
 template <class... Ts>
 void start_branches(BranchGroup& g, std::tuple<std::optional<branch_value_t<Ts>>...>& out, Task<Ts>... tasks) {
-    g.remaining = sizeof...(Ts);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (start_branch(g, run_branch(g, I, std::move(tasks), &std::get<I>(out))), ...);
+    std::array<Task<void>, sizeof...(Ts)> branches = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::array<Task<void>, sizeof...(Ts)>{run_branch(g, I, std::move(tasks), &std::get<I>(out))...};
     }
     (std::index_sequence_for<Ts...>{});
+    RuntimeAccess::reserve_ready(*g.rt, branches.size());
+    g.remaining = branches.size();
+    for (Task<void>& b : branches)
+        start_branch(g, std::move(b));
 }
 
-/// Starts one branch of `g` per task of the range, branch i storing its value in out[i].
+/// Starts one branch of `g` per task of the range, branch i storing its value in out[i]; as
+/// above, all or none.
 template <class T>
 void start_branches(BranchGroup& g, std::vector<std::optional<branch_value_t<T>>>& out, std::vector<Task<T>>& tasks) {
-    g.remaining = tasks.size();
+    std::vector<Task<void>> branches;
+    branches.reserve(tasks.size());
     for (std::size_t i = 0; i < tasks.size(); ++i)
-        start_branch(g, run_branch(g, i, std::move(tasks[i]), &out[i]));
+        branches.push_back(run_branch(g, i, std::move(tasks[i]), &out[i]));
+    RuntimeAccess::reserve_ready(*g.rt, branches.size());
+    g.remaining = branches.size();
+    for (Task<void>& b : branches)
+        start_branch(g, std::move(b));
 }
 
 template <class... Ts>

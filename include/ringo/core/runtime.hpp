@@ -485,6 +485,8 @@ struct RuntimeAccess {
     static void link_task(Runtime& rt, PromiseBase& p) noexcept { rt.link_task(p); }
     static void unregister_task(Runtime& rt, PromiseBase& p) noexcept { rt.unregister_task(p); }
     static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
+    /// Room in the run queue for `n` more coroutines (std::bad_alloc here, not in schedule()).
+    static void reserve_ready(Runtime& rt, std::size_t n) { rt.ready_.reserve(n); }
     static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept { return rt.queue_behind_ready(h); }
     [[gnu::always_inline]] static bool start_op(Runtime& rt, OpState* op) {
         return rt.start_op(op, reinterpret_cast<std::uint64_t>(op));

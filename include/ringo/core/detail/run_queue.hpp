@@ -54,6 +54,12 @@ public:
         shuffle_back();
 #endif
     }
+    /// Makes room for `extra` more push() calls that then cannot fail (std::bad_alloc here
+    /// instead, with nothing queued or lost).
+    void reserve(std::size_t extra) {
+        while (len_ + extra >= mask_)
+            grow();
+    }
     /// push() when it needs no growth; false (nothing queued) otherwise.
     [[nodiscard]] bool try_push(std::coroutine_handle<> h) noexcept {
         if (len_ >= mask_) [[unlikely]]
