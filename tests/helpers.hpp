@@ -30,6 +30,15 @@ inline bool on_epoll() {
             GTEST_SKIP() << "io_uring only: " << why;                                                                  \
     } while (0)
 
+/// Skips a test of FIFO order itself (the run queue's, or an order that follows from it) in a
+/// build that scrambles the run queue on purpose (CMake option RINGO_SHUFFLE_RUN_QUEUE),
+/// saying why.
+#define RINGO_FIFO_ONLY(why)                                                                                           \
+    do {                                                                                                               \
+        if (::ringo::detail::shuffles_run_queue)                                                                       \
+            GTEST_SKIP() << "FIFO order only (the run queue is shuffled): " << why;                                    \
+    } while (0)
+
 /// How many descriptors this process has open (the entries of /proc/self/fd, counted the
 /// same way every time): equal before and after means nothing leaked.
 inline int open_fds() {

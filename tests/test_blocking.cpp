@@ -146,6 +146,7 @@ TEST(Blocking, AtMostMaxThreadsRunAndAllComplete) {
 }
 
 TEST(Blocking, JobsStartInFifoOrder) {
+    RINGO_FIFO_ONLY("the jobs are handed to the pool in the order their tasks run");
     PoolOptionsScope scope({.max_threads = 1, .keep_alive = 10s});
     std::mutex m;
     std::vector<int> order;

@@ -86,8 +86,9 @@ TEST(Cancel, CompletedResultWinsOverLateCancel) {
             char buf[4];
             co_return co_await op::recv(fd, buf, sizeof buf);
         }(sp.fd[0]));
-        co_await ringo::yield();
-        co_await ringo::yield();
+        // Until the recv has completed (two yields in FIFO order).
+        for (int i = 0; i < 100'000 && !h.is_finished(); ++i)
+            co_await ringo::yield();
         h.cancel();
         co_return co_await h;
     });
@@ -129,13 +130,17 @@ TEST(Cancel, SleepIsCancellable) {
 
 TEST(Cancel, CancellationRequestedIsObservable) {
     auto r = run([]() -> Task<std::pair<bool, bool>> {
-        auto h = ringo::spawn([]() -> Task<std::pair<bool, bool>> {
+        bool started = false;
+        auto h = ringo::spawn([](bool& started) -> Task<std::pair<bool, bool>> {
             bool before = co_await ringo::cancellation_requested();
+            started = true;
             co_await ringo::sleep_for(10s);
             bool after = co_await ringo::cancellation_requested();
             co_return std::pair{before, after};
-        }());
-        co_await ringo::yield();
+        }(started));
+        // Until the task has started (one yield in FIFO order).
+        for (int i = 0; i < 100'000 && !started; ++i)
+            co_await ringo::yield();
         h.cancel();
         co_return co_await h;
     });
@@ -709,7 +714,9 @@ TEST(CancelledCleanup, AsyncCancelRunsInACancelledTask) {
             co_await ringo::sleep_for(1h);
             co_return co_await op::async_cancel_fd(fd);
         }(sp.fd[0]));
-        co_await ringo::yield();
+        // Until the reader's recv is in flight (one yield in FIFO order).
+        for (int i = 0; i < 100'000 && ringo::Runtime::current()->stats().ops_in_flight == 0; ++i)
+            co_await ringo::yield();
         h.cancel();
         int cancelled = co_await h;
         co_return std::pair{cancelled, co_await reader};

@@ -64,7 +64,9 @@ Task<std::vector<int>> chain_after_gathered(Runtime& rt, unsigned gathered, unsi
     std::vector<ringo::JoinHandle<int>> hs;
     for (unsigned i = 0; i < gathered; ++i)
         hs.push_back(ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }()));
-    co_await ringo::yield();
+    // Until every one has run and gathered its SQE (one yield in FIFO order).
+    for (int i = 0; i < 100'000 && rt.ring().pending() < gathered; ++i)
+        co_await ringo::yield();
     seen = rt.ring().pending();
     auto res = co_await ringo::link(op::timeout(1ms), ((void)I, op::nop())...);
     for (auto& h : hs)

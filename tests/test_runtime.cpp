@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -23,6 +25,7 @@ namespace {
 // The run queue keeps FIFO order when it grows, whether its contents had wrapped round the
 // end of the ring or not, and rotate() works across the growth.
 TEST(RunQueue, KeepsOrderThroughGrowthWrappedOrNot) {
+    RINGO_FIFO_ONLY("it tests the queue's order");
     ringo::detail::RunQueue q;
     auto h = [](std::uintptr_t i) { return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(i * 8 + 8)); };
     auto id = [](std::coroutine_handle<> c) { return (reinterpret_cast<std::uintptr_t>(c.address()) - 8) / 8; };
@@ -44,6 +47,7 @@ TEST(RunQueue, KeepsOrderThroughGrowthWrappedOrNot) {
 // Order is kept through growth to millions of handles (glibc then grows the ring with
 // mremap), with the contents wrapped round; try_push fills the ring but never grows it.
 TEST(RunQueue, KeepsOrderThroughLargeGrowthAndTryPushNeverGrows) {
+    RINGO_FIFO_ONLY("it tests the queue's order");
     ringo::detail::RunQueue q;
     auto h = [](std::uintptr_t i) { return std::coroutine_handle<>::from_address(reinterpret_cast<void*>(i * 8 + 8)); };
     auto id = [](std::coroutine_handle<> c) { return (reinterpret_cast<std::uintptr_t>(c.address()) - 8) / 8; };
@@ -128,6 +132,7 @@ TEST(Runtime, CountersTrackSubmissionsAndCompletions) {
 // flight), so each NOP's completion resumes its task in CQE order and the two alternate
 // strictly, as they did when every completion went through the loop.
 TEST(Runtime, TasksAwaitingTogetherResumeInTheOrderOfTheirCompletions) {
+    RINGO_FIFO_ONLY("it tests the order in which completed tasks run");
     Runtime rt;
     std::vector<int> order;
     auto before = rt.stats();
@@ -450,6 +455,7 @@ Task<std::uint64_t> resumptions_of_yields(int tasks, int n) {
 // Every yield is one resumption, counted towards the turn, whether the task was alone (it
 // may go on without suspending) or handed the thread to another; turns of 16 end on the way.
 TEST(Runtime, EveryYieldIsOneResumptionAloneOrNot) {
+    RINGO_FIFO_ONLY("it counts a round-robin of yields");
     Runtime rt{RuntimeOptions{}.flush_interval(16)};
     EXPECT_EQ(rt.block_on(resumptions_of_yields(0, 1000)), 1000u);
     // With two others, queued in turn behind the root: while the root yields 1000 times,

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -70,6 +72,7 @@ TEST(Mutex, ScopedGuardUnlocks) {
 }
 
 TEST(Mutex, WaitersAcquireInArrivalOrder) {
+    RINGO_FIFO_ONLY("the waiters arrive in the order their tasks run");
     auto order = run([]() -> Task<std::string> {
         ringo::Mutex m;
         std::string s;
