@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <string>
 
+#include <ringo/core/join_handle.hpp>
 #include <ringo/net/tcp.hpp>
 
 namespace ringo_test {
@@ -38,6 +39,17 @@ inline bool on_epoll() {
         if (::ringo::detail::shuffles_run_queue)                                                                       \
             GTEST_SKIP() << "FIFO order only (the run queue is shuffled): " << why;                                    \
     } while (0)
+
+/// Lets the other ready tasks run until each waits for something: yields until no other
+/// task is ready (in FIFO order one yield, or a few; with a shuffled run queue as many as it
+/// takes). For a test that needs the tasks it spawned to be waiting before it goes on.
+inline ringo::Task<void> let_others_run() {
+    for (int i = 0; i < 1'000'000; ++i) {
+        co_await ringo::yield();
+        if (ringo::detail::t_ready->empty())
+            co_return;
+    }
+}
 
 /// How many descriptors this process has open (the entries of /proc/self/fd, counted the
 /// same way every time): equal before and after means nothing leaked.

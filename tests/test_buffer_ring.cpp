@@ -459,7 +459,7 @@ TEST(RecvStream, ASecondConcurrentReaderGetsEbusy) {
     rt.block_on([&]() -> Task<void> {
         auto s = buf::recv_multishot(sp.a, ring);
         auto first = ringo::spawn(next_result(s));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         Buffer second = co_await s.next();
         EXPECT_FALSE(second);
         EXPECT_EQ(second.result(), -EBUSY);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@ TEST(Sleep, NonPositiveDurationReturnsAtOnce) {
 }
 
 TEST(Sleep, ManySleepersWakeInDeadlineOrder) {
+    RINGO_FIFO_ONLY("sleepers whose deadlines pass in the same turn are queued in deadline order");
     auto order = run([]() -> Task<std::string> {
         std::string s;
         std::vector<ringo::JoinHandle<void>> hs;

@@ -385,7 +385,7 @@ TEST_F(Signals, MovingTheSetWhileATaskWaits) {
     int got = ringo::block_on([]() -> Task<int> {
         SignalSet a{SIGUSR1};
         auto h = ringo::spawn([](SignalSet& s) -> Task<int> { co_return co_await s.next(); }(a));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         SignalSet b = std::move(a);
         EXPECT_EQ(a.fd(), -1); // NOLINT(bugprone-use-after-move)
         int moved = co_await a.next();
@@ -400,7 +400,7 @@ TEST_F(Signals, ASecondWaiterIsRefusedWithEBUSY) {
     ringo::block_on([]() -> Task<void> {
         SignalSet s{SIGUSR1};
         auto h = ringo::spawn([](SignalSet& s) -> Task<int> { co_return co_await s.next(); }(s));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         int second = co_await s.next();
         EXPECT_EQ(second, -EBUSY);
         ::raise(SIGUSR1);

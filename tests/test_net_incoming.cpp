@@ -139,7 +139,7 @@ Task<void> cancel_the_reader_then_go_on() {
     Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
     auto in = l->incoming();
     auto h = ringo::spawn(next_until_cancelled(in));
-    co_await ringo::yield();
+    co_await ringo_test::let_others_run();
     EXPECT_TRUE(in.armed());
     h.cancel();
     bool cancelled = co_await h;

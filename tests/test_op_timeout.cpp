@@ -79,6 +79,7 @@ TEST(TimeoutOp, UpdateShortensTheTimeout) {
 }
 
 TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
+    RINGO_FIFO_ONLY("the two tasks must prepare their SQEs one right after the other");
     RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     run([&]() -> Task<void> {
@@ -93,6 +94,7 @@ TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
 }
 
 TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
+    RINGO_FIFO_ONLY("the two tasks must prepare their SQEs one right after the other");
     RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     ASSERT_EQ(::write(p.w, "q", 1), 1);
@@ -109,6 +111,7 @@ TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
 }
 
 TEST(TimeoutOp, LinkTimeoutUpdate) {
+    RINGO_FIFO_ONLY("the two tasks must prepare their SQEs one right after the other");
     RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     run([&]() -> Task<void> {

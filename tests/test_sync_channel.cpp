@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "helpers.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -89,7 +91,7 @@ TEST(Channel, ReceiverWaitsForASender) {
     auto v = run([]() -> Task<int> {
         Channel<int> ch(8);
         auto h = ringo::spawn([](Channel<int>& c) -> Task<int> { co_return *co_await c.recv(); }(ch));
-        co_await ringo::yield(); // the receiver is waiting now
+        co_await ringo_test::let_others_run(); // the receiver is waiting now
         EXPECT_EQ(co_await ch.send(41), 0);
         EXPECT_EQ(ch.size(), 0u); // handed straight to the waiting receiver
         co_return co_await h;
@@ -108,8 +110,7 @@ TEST(Channel, RendezvousHandsOverOnlyWhenBothMeet) {
             EXPECT_EQ(co_await c.send("hello"), 0);
             st = 2;
         }(ch, stage));
-        for (int i = 0; i < 5; ++i)
-            co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         EXPECT_EQ(stage, 1); // still waiting: nobody took the value
         EXPECT_EQ(ch.size(), 0u);
         auto v = co_await ch.recv();
@@ -119,7 +120,7 @@ TEST(Channel, RendezvousHandsOverOnlyWhenBothMeet) {
         // A waiting receiver takes a try_send.
         auto recv = ringo::spawn(
             [](Channel<std::string>& c) -> Task<std::optional<std::string>> { co_return co_await c.recv(); }(ch));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         std::string s = "direct";
         EXPECT_EQ(ch.try_send(std::move(s)), 0);
         EXPECT_EQ(*co_await recv, "direct");
@@ -206,7 +207,7 @@ TEST(Channel, DestroyingTheChannelEndsItsWaiters) {
     run([]() -> Task<void> {
         auto ch = std::make_unique<Channel<int>>(1);
         auto r = ringo::spawn([](Channel<int>& c) -> Task<std::optional<int>> { co_return co_await c.recv(); }(*ch));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         ch.reset(); // the receiver is woken as by close; it never touches the channel again
         EXPECT_FALSE((co_await r).has_value());
     }());
@@ -287,9 +288,9 @@ TEST(Channel, WithTimeoutKeepsAValueHandedOverAtTheDeadline) {
         auto r = ringo::spawn([](Channel<int>& c) -> Task<ringo::Timed<std::optional<int>>> {
             co_return co_await ringo::with_timeout(c.recv(), 5ms);
         }(ch));
-        co_await ringo::yield();           // r waits in recv
-        std::this_thread::sleep_for(10ms); // the deadline passes while this task runs
-        EXPECT_EQ(ch.try_send(77), 0);     // handed to the waiting receiver
+        co_await ringo_test::let_others_run(); // r waits in recv
+        std::this_thread::sleep_for(10ms);     // the deadline passes while this task runs
+        EXPECT_EQ(ch.try_send(77), 0);         // handed to the waiting receiver
         auto v = co_await r;
         CO_ASSERT_TRUE(v->has_value());
         EXPECT_EQ(**v, 77);

@@ -185,7 +185,7 @@ TEST(Mutex, DestroyedWithWaitersEndsThemWithEpipe) {
         auto m = std::make_unique<ringo::Mutex>();
         EXPECT_EQ(co_await m->lock(), 0);
         auto w = ringo::spawn([](ringo::Mutex& mm) -> Task<int> { co_return co_await mm.lock(); }(*m));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         m.reset();
         EXPECT_EQ(co_await w, -EPIPE);
     }());
@@ -288,13 +288,12 @@ TEST(ConditionVariable, CancelledWaitReturnsWithTheLockHeld) {
             EXPECT_EQ(mm.unlock(), 0); // the lock is ours again
             co_return r;
         }(m, cv));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         EXPECT_FALSE(m.is_locked());
         // Hold the mutex while cancelling: the waiter must queue for it before it resumes.
         EXPECT_EQ(co_await m.lock(), 0);
         w.cancel();
-        for (int i = 0; i < 3; ++i)
-            co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         EXPECT_FALSE(w.is_finished());
         EXPECT_EQ(m.unlock(), 0); // handed to the cancelled waiter
         EXPECT_EQ(co_await w, -ECANCELED);
@@ -365,14 +364,14 @@ TEST(Semaphore, LargeRequestIsNotStarvedAndCancelLetsOthersThrough) {
                 o += 'B';
             co_return r;
         }(s, order));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         auto small = ringo::spawn([](ringo::Semaphore& sem, std::string& o) -> Task<int> {
             int r = co_await sem.acquire(1);
             if (r == 0)
                 o += 's';
             co_return r;
         }(s, order));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         EXPECT_EQ(order, ""); // 1 permit is free, but the small request queues behind the big one
         EXPECT_FALSE(s.try_acquire(1));
         big.cancel(); // withdrawing the big request lets the small one have the free permit
@@ -386,9 +385,9 @@ TEST(Semaphore, LargeRequestIsNotStarvedAndCancelLetsOthersThrough) {
             o += 'B';
             co_return r;
         }(s, order));
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         EXPECT_EQ(s.release(1), 0);
-        co_await ringo::yield();
+        co_await ringo_test::let_others_run();
         EXPECT_EQ(order, "s");
         EXPECT_EQ(s.release(1), 0);
         EXPECT_EQ(co_await big2, 0);
