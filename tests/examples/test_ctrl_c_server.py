@@ -73,11 +73,12 @@ def start(binary, args):
 
 def ubsan_out_of_descriptors(err):
     """Whether `err` is UBSan's false report for a program out of descriptors: UBSan checks the
-    object of a virtual call by writing it to a pipe; with no descriptor left, pipe() fails,
-    and UBSan reports an "invalid vptr" (or, when it could read the object, that it "does not
-    point to an object of type" the vptr names) and ends the program (sanitizer builds only)."""
-    return SANITIZED and (("object has invalid vptr" in err and "<memory cannot be printed>" in err) or
-                          ("does not point to an object of type" in err and "vptr for" in err))
+    object of a virtual call by reading its vtable through a pipe; with no descriptor left,
+    pipe() fails, and UBSan reports the object as having an "invalid vptr" or as not pointing
+    "to an object of type" it has, then ends the program (sanitizer builds only). Callers run
+    the program with a descriptor limit too small to hold that pipe."""
+    return SANITIZED and "runtime error: " in err and \
+        ("invalid vptr" in err or "does not point to an object of type" in err)
 
 
 def echoed(socks, timeout, quiet=None):
