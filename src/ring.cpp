@@ -310,7 +310,7 @@ long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flag
 
 int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept {
     if (faults_) [[unlikely]] {
-        if (int r = inject_faults(wait_nr, true))
+        if (int r = inject_faults(true))
             return r;
     }
     unsigned tail = ring_.sq.sqe_tail;
@@ -381,7 +381,7 @@ int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
 
 int Ring::submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept {
     if (faults_) [[unlikely]] {
-        if (int r = inject_faults(wait_nr, wait_nr != 0))
+        if (int r = inject_faults(wait_nr != 0))
             return r;
     }
     if (emu_)
@@ -564,9 +564,8 @@ void Ring::setup_faults(const RingParams& params) {
         faults_->rng = 1;
 }
 
-int Ring::inject_faults(unsigned wait_nr, bool waits) noexcept {
+int Ring::inject_faults(bool waits) noexcept {
     FaultState& f = *faults_;
-    (void)wait_nr;
     // The SQEs not yet looked at: each once, however many times their submission is retried.
     const unsigned head = ring_.sq.sqe_head, tail = ring_.sq.sqe_tail;
     if (static_cast<int>(f.scanned - head) < 0)

@@ -299,7 +299,7 @@ private:
                         const std::uint64_t* timeout_ns) noexcept;
     void setup_kernel(const RingParams& params);
     void setup_faults(const RingParams& params);
-    int inject_faults(unsigned wait_nr, bool waits) noexcept;
+    int inject_faults(bool waits) noexcept;
     void setup_epoll(const RingParams& params);
     int submit_shortfall(long r, unsigned to_submit) noexcept;
 };
