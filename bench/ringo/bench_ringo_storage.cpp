@@ -204,6 +204,12 @@ int main(int argc, char** argv) {
     }
     r.extra.emplace_back("setup", "\"" + setup + "\"");
     r.extra.emplace_back("setup_flags", "\"" + ringo::uring::setup_flags_to_string(rt->setup_flags()) + "\"");
+    // The engine serving the runtime (RINGO_ENGINE=epoll forces the epoll engine): the driver
+    // fails a row whose engine is not the one it asked for. On epoll the runtime's enter count
+    // is not the program's system calls (the reads run on a thread pool): not reported.
+    const bool on_epoll = rt->engine() == ringo::Engine::epoll;
+    r.extra.emplace_back("engine", on_epoll ? "\"epoll\"" : "\"io_uring\"");
+    r.syscalls_counted = !on_epoll;
 
     // Registered file and buffers (fixed variants), set up before the measured interval.
     ringo::op::FileTable files(*rt);
