@@ -62,12 +62,46 @@ def classify(rc: int, stdout: str, stderr: str, cmd: str, wall: float) -> Run:
     return Run("ok", data, "", wall, cmd)
 
 
-def run_command(argv: list[str], timeout: float) -> Run:
-    cmd = shlex.join(argv)
+def environment(extra: dict | None) -> dict | None:
+    """The environment of a program whose row sets variables (registry.Impl.env): the driver's
+    own plus those; None (inherit) when it sets none."""
+    if not extra:
+        return None
+    env = dict(os.environ)
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def env_text(env: dict | None) -> str:
+    """`K=V ` for the command line shown in the results."""
+    return "".join(f"{k}={shlex.quote(str(v))} " for k, v in (env or {}).items())
+
+
+def check_expected(run: Run, expect: dict, where: str = "") -> Run:
+    """Fails an ok run whose JSON (its `where` object, e.g. "server") does not report every field
+    of `expect` with that value (registry.Impl.expect: a ringo row forced onto an engine must
+    report that engine)."""
+    if not expect or run.status != "ok":
+        return run
+    data = run.data.get(where) if where else run.data
+    data = data if isinstance(data, dict) else {}
+    for k, want in expect.items():
+        got = data.get(k)
+        if got != want:
+            who = f"the {where}" if where else "the program"
+            run.status = "failed"
+            run.error = (f"{who} reports {k} {got!r}, the row asks for {want!r}" if got is not None
+                         else f"{who} reports no {k} (the row asks for {want!r})")
+            break
+    return run
+
+
+def run_command(argv: list[str], timeout: float, env: dict | None = None) -> Run:
+    cmd = env_text(env) + shlex.join(argv)
     t0 = time.monotonic()
     try:
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+                             start_new_session=True, env=environment(env))
     except OSError as e:
         return Run("failed", {}, f"cannot start: {e}", 0.0, cmd)
     try:
@@ -79,7 +113,7 @@ def run_command(argv: list[str], timeout: float) -> Run:
     return classify(p.returncode, out, err, cmd, time.monotonic() - t0)
 
 
-def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = "") -> Run:
+def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = "", env: dict | None = None) -> Run:
     """One run of a program that copies file `src` to `dst` and prints nothing we read (ringo's
     examples/copy, coreutils cp, dd): `dst` is removed first and the file systems synced (untimed);
     the run is timed from the program's start to its exit (no fsync: a buffered copy ends in the
@@ -87,7 +121,7 @@ def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = ""
     for byte, and is removed again (before its dirty pages are written back, so no writeback
     spills into the next run). The result has the fields of the other programs' JSON: bytes,
     seconds, cpu_seconds, and ops = MiB copied, so that the per-operation columns read per MiB."""
-    cmd = shlex.join(argv)
+    cmd = env_text(env) + shlex.join(argv)
 
     def remove_dst() -> None:
         try:
@@ -100,7 +134,8 @@ def run_copy(argv: list[str], src: str, dst: str, timeout: float, name: str = ""
     with tempfile.TemporaryFile() as errf:
         t0 = time.monotonic()
         try:
-            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, start_new_session=True)
+            p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf, start_new_session=True,
+                                 env=environment(env))
         except OSError as e:
             return Run("failed", {}, f"cannot start: {e}", 0.0, cmd)
         timed_out = threading.Event()
@@ -223,13 +258,15 @@ def fio_convert(out: dict, p: dict) -> dict:
     return res
 
 
-def run_fio(fio: str, settings: dict, p: dict, timeout: float, prefix: list[str] | None = None) -> Run:
+def run_fio(fio: str, settings: dict, p: dict, timeout: float, prefix: list[str] | None = None,
+            env: dict | None = None) -> Run:
     """`prefix` (taskset, strace) goes in front of fio's command."""
     argv = (prefix or []) + fio_argv(fio, settings, p)
-    cmd = shlex.join(argv)
+    cmd = env_text(env) + shlex.join(argv)
     t0 = time.monotonic()
     try:
-        cp = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+        cp = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                            env=environment(env))
     except subprocess.TimeoutExpired:
         return Run("failed", {}, f"fio timeout after {timeout:.0f} s", time.monotonic() - t0, cmd)
     wall = time.monotonic() - t0
@@ -267,14 +304,16 @@ def _wait_listening(port: int, proc: subprocess.Popen, timeout: float) -> bool:
     return False
 
 
-def run_server_client(server_argv: list[str], client_argv: list[str], port: int, timeout: float) -> Run:
-    """Starts the server, waits until it accepts, runs the client; the client's JSON is the result.
-    The server is stopped with SIGTERM (then SIGKILL); its own JSON line, if any, is kept as `server`."""
-    cmd = shlex.join(server_argv) + "  &&  " + shlex.join(client_argv)
+def run_server_client(server_argv: list[str], client_argv: list[str], port: int, timeout: float,
+                      server_env: dict | None = None) -> Run:
+    """Starts the server (with `server_env` added to its environment), waits until it accepts, runs
+    the client; the client's JSON is the result. The server is stopped with SIGTERM (then SIGKILL);
+    its own JSON line, if any, is kept as `server`."""
+    cmd = env_text(server_env) + shlex.join(server_argv) + "  &&  " + shlex.join(client_argv)
     t0 = time.monotonic()
     try:
         srv = subprocess.Popen(server_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, env=environment(server_env))
     except OSError as e:
         return Run("failed", {}, f"cannot start server: {e}", 0.0, cmd)
     try:

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 
-from .execute import Run, _wait_listening, stop_group
+from .execute import Run, _wait_listening, env_text, environment, stop_group
 
 # The in-memory answer: the same bytes from both servers (no whitespace: command templates are
 # split on it).
@@ -222,16 +222,17 @@ def _tail(path: str, n: int = 3) -> str:
 
 
 def run_http(server_argv: list[str], wrk_argv: list[str], port: int, path: str, want: bytes, timeout: float,
-             logdir: str, extra_logs: list[str] | None = None) -> Run:
+             logdir: str, extra_logs: list[str] | None = None, env: dict | None = None) -> Run:
     """Starts the server, checks one answer, runs wrk between two readings of the server's CPU
     time, stops the server with SIGINT. Failed: the server does not start or exits non-zero,
     the answer is wrong, wrk fails or counts errors (any non-2xx answer, any socket error).
     The server's output goes to a file in `logdir`; its last lines (and those of `extra_logs`,
-    nginx's error log) are quoted when the run fails."""
-    cmd = shlex.join(server_argv) + "  &&  " + shlex.join(wrk_argv)
+    nginx's error log) are quoted when the run fails. `env` is added to the server's environment;
+    the event-loop engine it runs on (engine_of) is kept as server.engine."""
+    cmd = env_text(env) + shlex.join(server_argv) + "  &&  " + shlex.join(wrk_argv)
     t0 = time.monotonic()
     srv_log = os.path.join(logdir, f"server-{port}.log")
-    run = _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log)
+    run = _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log, env)
     run.cmd, run.wall = cmd, time.monotonic() - t0
     if run.status == "failed":
         tails = [t for t in (_tail(f) for f in [srv_log] + (extra_logs or [])) if t]
@@ -240,10 +241,28 @@ def run_http(server_argv: list[str], wrk_argv: list[str], port: int, path: str, 
     return run
 
 
-def _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log) -> Run:
+def engine_of(pid: int) -> str:
+    """The event-loop engine of a running process, from its descriptors: "io_uring" when it has an
+    io_uring instance open, else "epoll" when it has an epoll instance, else "" (or unreadable)."""
+    kinds = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                kinds.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:
+                pass
+    except OSError:
+        return ""
+    if "anon_inode:[io_uring]" in kinds:
+        return "io_uring"
+    return "epoll" if "anon_inode:[eventpoll]" in kinds else ""
+
+
+def _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log, env=None) -> Run:
     with open(srv_log, "wb") as log:
         try:
-            srv = subprocess.Popen(server_argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            srv = subprocess.Popen(server_argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                   env=environment(env))
         except OSError as e:
             return Run("failed", {}, f"cannot start server: {e}")
     data: dict = {}
@@ -257,6 +276,7 @@ def _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log) -> Run:
         error = check_answer(port, path, want)
         if error:
             return Run("failed", {}, error)
+        engine = engine_of(srv.pid)  # after the first answer: the server's loop is set up
         before = process_cpu(srv.pid)
         try:
             cp = subprocess.run(wrk_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
@@ -274,7 +294,7 @@ def _run_http(server_argv, wrk_argv, port, path, want, timeout, srv_log) -> Run:
         except ValueError as e:
             return Run("failed", {}, f"{e}: {cp.stdout.strip()[-200:]}")
         data["server"] = {"cpu_ns": cpu_ns, "cpu_source": source, "threads": len(after["tasks"]),
-                          "pid": srv.pid}
+                          "pid": srv.pid, "engine": engine}
         data["server_cpu_ns_per_req"] = cpu_per_request_ns(cpu_ns, data["requests"])
         data["ok"] = data["errors"] == 0 and data["requests"] > 0
         if data["errors"]:

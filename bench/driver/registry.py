@@ -45,6 +45,13 @@ class Impl:
     params: dict = field(default_factory=dict)   # overrides of the point's parameters
     profiles: tuple = ("quick", "full")
     note: str = ""
+    # Environment variables set for the row's program (a server row's: the server's, not its
+    # client's), on top of the driver's own environment, e.g. {"RINGO_ENGINE": "epoll"}.
+    env: dict = field(default_factory=dict)
+    # Fields the program must report with these values in its JSON line (a server row: the
+    # server's; an http row: what the driver reads of the server, `engine` from its descriptors);
+    # a run that reports another value, or none, is failed. E.g. {"engine": "epoll"}.
+    expect: dict = field(default_factory=dict)
 
     @property
     def is_ringo(self) -> bool:
@@ -94,6 +101,10 @@ class Figure:
     notes: list[str] = field(default_factory=list)
     storage: bool = False                    # runs once per storage tier (panels = tiers)
     panel_x_labels: dict = field(default_factory=dict)   # x-axis label per panel, where it differs
+    # kind "parts": a figure made of other figures (each with its own kind, metric, client,
+    # profiles and targets), run one after the other as one figure (one quiet-machine wait, one
+    # retake) and reported in one section, each part under its own heading.
+    parts: list["Figure"] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- metrics
@@ -299,6 +310,9 @@ def _echo_server_cpu_ns_per_msg(j: dict):
 
 
 SERVER_CPU_PER_MSG = Metric("server CPU ns per message", _echo_server_cpu_ns_per_msg, higher_is_better=False)
+# The echo figure's connections and run lengths (the epoll figure's echo part runs the same).
+ECHO_PROFILES = {"quick": dict(xs=[4, 16, 64], seconds=0.5, warmup_seconds=0.2, reps=3),
+                 "full": dict(xs=[4, 8, 16, 32, 64], seconds=3.0, warmup_seconds=1.0, reps=5)}
 
 
 def _echo_impls() -> list[Impl]:
@@ -344,14 +358,17 @@ def _http_server_cpu_us_per_req(j: dict):
 SERVER_CPU_PER_REQ = Metric("server CPU µs per request", _http_server_cpu_us_per_req, higher_is_better=False)
 
 
+# One runtime, the in-memory answer from --inline; files from --root.
+HTTP_RINGO = "<http_file_server> --root {root} --port {port} --inline /mem:{text}"
+# One process that is its own worker (daemon off, master_process off), access log off, sendfile
+# on, keep-alive without a request limit: httpbench.nginx_conf writes {conf}.
+HTTP_NGINX = "<nginx> -e {prefix}/error.log -p {prefix}/ -c {conf}"
+
+
 def _http_impls() -> list[Impl]:
     return [
-        # One runtime, the in-memory answer from --inline; files from --root.
-        I("ringo http_file_server", "<http_file_server> --root {root} --port {port} --inline /mem:{text}",
-          kind="http"),
-        # One process that is its own worker (daemon off, master_process off), access log off,
-        # sendfile on, keep-alive without a request limit: httpbench.nginx_conf writes {conf}.
-        I("nginx", "<nginx> -e {prefix}/error.log -p {prefix}/ -c {conf}", kind="http"),
+        I("ringo http_file_server", HTTP_RINGO, kind="http"),
+        I("nginx", HTTP_NGINX, kind="http"),
         # Boost.Beast on Boost.Asio, C++20 coroutines (bench/net/http_beast.cpp).
         I("Boost.Beast (Asio coroutines)", "<http_beast> --root {root} --port {port} --inline /mem:{text}",
           kind="http"),
@@ -511,6 +528,8 @@ def programs_of(fig: "Figure") -> list[str]:
     """The programs a figure runs, in the order its implementations name them."""
     import re
     found: list[str] = []
+    for part in fig.parts:
+        found += [n for n in programs_of(part) if n not in found]
     cmds = [fig.client] if fig.client else []
     for i in fig.impls:
         cmds += [i.cmd] if isinstance(i.cmd, str) else list(i.cmd.values()) if isinstance(i.cmd, dict) else []
@@ -589,6 +608,104 @@ def _micro_targets() -> list[Target]:
     ]
 
 
+# --------------------------------------------------------------------------- the epoll engine
+
+# ringo's rows of the epoll figure: the same program on either engine, forced through the
+# environment (RINGO_ENGINE), and failed when the program reports another engine than the one
+# asked for (echo_ringo and bench_ringo_storage print it in their JSON; for http_file_server the
+# driver reads it from the server's descriptors: httpbench.engine_of).
+RINGO_EPOLL, RINGO_URING = "ringo (epoll engine)", "ringo (io_uring)"
+ON_EPOLL = dict(env={"RINGO_ENGINE": "epoll"}, expect={"engine": "epoll"})
+ON_URING = dict(env={"RINGO_ENGINE": "io_uring"}, expect={"engine": "io_uring"})
+EPOLL_BASELINE = "epoll (hand-written)"
+EPOLL_QDS = [1, 16]
+
+
+def _epoll_echo_impls() -> list[Impl]:
+    S = " --port {port}"
+    return [
+        I(RINGO_EPOLL, f"<{RINGO_ECHO}>" + S, kind="server", **ON_EPOLL),
+        I(RINGO_URING, f"<{RINGO_ECHO}>" + S, kind="server", **ON_URING),
+        I(EPOLL_BASELINE, "<echo_epoll>" + S, kind="server"),
+        I("asio", "<echo_asio>" + S, kind="server"),
+    ]
+
+
+def _epoll_http_impls() -> list[Impl]:
+    return [
+        I(RINGO_EPOLL, HTTP_RINGO, kind="http", **ON_EPOLL),
+        I(RINGO_URING, HTTP_RINGO, kind="http", **ON_URING),
+        I("nginx", HTTP_NGINX, kind="http"),
+    ]
+
+
+def _epoll_storage_impls() -> list[Impl]:
+    A = STORAGE_ARGS + " --variant {variant}"
+    rows = []
+    for v, label in (("buffered", "page cache"), ("direct", "O_DIRECT")):
+        p = {"variant": v}
+        rows += [
+            I(f"{RINGO_EPOLL} {label}", f"<{RINGO_STORAGE}> " + A, tag=v, params=p, **ON_EPOLL),
+            I(f"{RINGO_URING} {label}", f"<{RINGO_STORAGE}> " + A, tag=v, params=p, **ON_URING),
+            # pread(2), one at a time: what QD 1 is compared with
+            I(f"psync {label}", "<bench_sync> " + A + " --engine psync", tag=v, params=p, when=qd1),
+            # glibc's POSIX AIO (aio_read on its helper threads): what a deeper queue is compared with
+            I(f"glibc posixaio {label}", "<bench_sync> " + A + " --engine posixaio", tag=v, params=p,
+              when=lambda pt: pt.get("qd", 1) > 1),
+        ]
+    return rows
+
+
+def _epoll_parts() -> list["Figure"]:
+    echo = Figure(
+        "epoll-echo", "Echo server, 1 KiB messages: server CPU per message (server CPU 0, io_uring client CPU 1)",
+        "echo", "connections", SERVER_CPU_PER_MSG, _epoll_echo_impls(), ECHO_PROFILES, plot="lines-log2x",
+        client=ECHO_CLIENT,
+        notes=["The echo figure's workload and client (bench_echo_client --mode uring, 1 KiB messages); "
+               "ringo's row is echo_ringo (op::recv / op::send) with RINGO_ENGINE=epoll in its environment, "
+               "beside the same program on io_uring for reference. epoll (hand-written): bench/net/echo_epoll.cpp; "
+               "asio: bench/net/echo_asio.cpp. The epoll engine's own system calls (recv, send, epoll_wait, "
+               "epoll_ctl) are not counted by the program: they come from the untimed strace pass (ˢ)."],
+        targets=[Target(RINGO_EPOLL, EPOLL_BASELINE, 1 / 1.05, "every x",
+                        "server CPU per message at most 1.05x the hand-written epoll server's"),
+                 Target(RINGO_EPOLL, "asio", 1.0, "every x", "server CPU per message at most Asio's")])
+    http = Figure(
+        "epoll-http", "HTTP server: server CPU per request (server CPU 0, wrk CPU 1)", "http", "connections",
+        SERVER_CPU_PER_REQ, _epoll_http_impls(),
+        {"quick": dict(points=_http_points([100])[:2], seconds=2, warmup_seconds=1, reps=3),
+         "full": dict(points=[p for p in _http_points([10, 100, 1000]) if p["path"] != "/1m.bin"],
+                      seconds=5, warmup_seconds=2, reps=5)},
+        plot="bars", client=HTTP_CLIENT,
+        notes=["The http figure's workload: examples/http_file_server (one runtime) and nginx serve the "
+               "17-byte in-memory answer and the 4 KiB file to wrk (one thread); the measure is the server's "
+               "CPU time over wrk's run per request. ringo's rows run with RINGO_ENGINE=epoll and with "
+               "RINGO_ENGINE=io_uring; the driver reads the engine from the server's descriptors (an "
+               "io_uring instance, or an epoll instance and none) and fails a run on the wrong one."],
+        targets=[Target(RINGO_EPOLL, "nginx", 1.0, "every x", "requests/s at least nginx's",
+                        on="rps", higher_is_better=True),
+                 Target(RINGO_EPOLL, "nginx", 1.0, "every x", "server CPU per request at most nginx's")])
+    storage = Figure(
+        "epoll-storage", "Random read, 4 KiB, shared seeded offsets: page cache and O_DIRECT", "storage",
+        "queue depth", IOPS, _epoll_storage_impls(),
+        {"quick": dict(mode="randread", bs=4096, xs=EPOLL_QDS, seconds=0.3, warmup_seconds=0.1, reps=3,
+                       tiers=["loop"]),
+         "full": dict(mode="randread", bs=4096, xs=EPOLL_QDS, seconds=1.0, warmup_seconds=0.5, reps=5,
+                      tiers=["loop", "disk"])},
+        plot="bars", storage=True,
+        notes=["The sync-vs-async figure's programs on the storage tier's test file: bench_ringo_storage "
+               "(op::read, QD reads in flight) on either engine, psync (pread, QD 1 only) and glibc's POSIX "
+               "AIO (aio_read, QD 16). On the epoll engine every read of a regular file runs on the engine's "
+               "thread pool (src/epoll_engine.cpp), whose threads share the program's CPU; the program cannot "
+               "count those calls, so its system calls come from the untimed strace pass (ˢ)."],
+        targets=[Target(f"{RINGO_EPOLL} page cache", "psync page cache", 0.9, "every x", "QD 1: at least 0.9x psync"),
+                 Target(f"{RINGO_EPOLL} O_DIRECT", "psync O_DIRECT", 0.9, "every x", "QD 1: at least 0.9x psync"),
+                 Target(f"{RINGO_EPOLL} page cache", "glibc posixaio page cache", 1.0, "every x",
+                        "QD 16: at least glibc POSIX AIO"),
+                 Target(f"{RINGO_EPOLL} O_DIRECT", "glibc posixaio O_DIRECT", 1.0, "every x",
+                        "QD 16: at least glibc POSIX AIO")])
+    return [echo, http, storage]
+
+
 # --------------------------------------------------------------------------- the figures
 
 FIGURES: list[Figure] = [
@@ -663,9 +780,7 @@ FIGURES: list[Figure] = [
         "echo", "Echo server, 1 KiB messages: server CPU per message (server CPU 0, io_uring client CPU 1)",
         "echo", "connections", SERVER_CPU_PER_MSG,
         _echo_impls(),
-        {"quick": dict(xs=[4, 16, 64], seconds=0.5, warmup_seconds=0.2, reps=3),
-         "full": dict(xs=[4, 8, 16, 32, 64], seconds=3.0, warmup_seconds=1.0, reps=5)},
-        plot="lines-log2x", client=ECHO_CLIENT,
+        ECHO_PROFILES, plot="lines-log2x", client=ECHO_CLIENT,
         notes=["Measure: the server's CPU time (user + system, whole process) per message it echoed, "
                "lower is better. Throughput is not the measure: with one client thread on loopback the "
                "client and the server each spend about as much CPU per message (a loopback send also runs "
@@ -854,6 +969,17 @@ FIGURES: list[Figure] = [
                "of it and of the op:: row's CPU time). The CPU-time ratio itself cannot resolve 2 % on this "
                "machine: it moves by a third between runs."]),
 ]
+
+FIGURES.append(Figure(
+    "epoll", "The epoll engine: ringo on epoll against the programs a user would otherwise use", "parts", "",
+    SERVER_CPU_PER_MSG, [], {"quick": {}, "full": {}}, parts=_epoll_parts(),
+    notes=["ringo serves the same programs where io_uring is refused (Docker's and Kubernetes' default seccomp "
+           "profiles, kernel.io_uring_disabled, a small memlock limit) on its epoll engine: readiness for "
+           "sockets, a thread pool for files. Here each ringo row is the program of "
+           "the figure it comes from with RINGO_ENGINE=epoll in its environment, against the programs a "
+           "user of epoll would otherwise run (a hand-written epoll server, Asio, nginx, pread, glibc's POSIX "
+           "AIO) on the same workload, and the same ringo program on io_uring for reference. A ringo run that "
+           "reports another engine than the one its row asks for is failed."]))
 
 FIGURE_NAMES = [f.name for f in FIGURES]
 

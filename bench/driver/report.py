@@ -12,7 +12,7 @@ import shutil
 import subprocess
 
 # Order of figures in the report (the registry's order).
-ORDER = ["seqread", "randread", "syncasync", "copy", "echo", "http", "pingpong", "pipes", "micro"]
+ORDER = ["seqread", "randread", "syncasync", "copy", "echo", "http", "pingpong", "pipes", "micro", "epoll"]
 
 CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
               "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
@@ -313,8 +313,11 @@ def write_plot(results_dir: str, res: dict, log=print) -> str | None:
 
 
 def write_figure(results_dir: str, res: dict, log=print) -> None:
+    """<figure>.csv (a figure made of parts: every part's rows, the figure column naming the part)
+    and <figure>.png, or one <part>.png per part."""
     write_csv(results_dir, res)
-    write_plot(results_dir, res, log)
+    for part in res.get("parts") or [res]:
+        write_plot(results_dir, part, log)
 
 
 # --------------------------------------------------------------------------- REPORT.md
@@ -325,8 +328,12 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return out
 
 
-def _figure_section(res: dict) -> list[str]:
-    L = [f"## {res['title']} (`{res['figure']}`)", ""]
+def _figure_section(res: dict, depth: int = 2) -> list[str]:
+    """The section of one figure; `depth` is its heading level (a part of a figure: one deeper)."""
+    h = "#" * depth
+    L = [f"{h} {res['title']} (`{res['figure']}`)", ""]
+    if res.get("parts"):
+        return L + _parts_section(res, depth)
     meta = [f"profile {res['profile']}", f"{res['reps']} run(s) per point"
             + (" after a warm-up" if res.get("warmup") else "")]
     if res.get("seconds"):
@@ -378,7 +385,7 @@ def _figure_section(res: dict) -> list[str]:
             continue
         names = [i for i in impls if any(r["impl"] == i and r["panel"] == pname for r in res["rows"])]
         where = f" — tier {pname}" if res.get("storage") else (f" — {pname}" if pname else "")
-        L.append(f"### {res['metric']}{where} (median [min–max], {better})")
+        L.append(f"{h}# {res['metric']}{where} (median [min–max], {better})")
         L.append("")
         rows = []
         for name in names:
@@ -510,6 +517,29 @@ def _figure_section(res: dict) -> list[str]:
 
 
 SYSCALL_KEYS = ("syscalls_per_op", "server_syscalls_per_msg")
+
+
+def _parts_section(res: dict, depth: int) -> list[str]:
+    """A figure made of parts: its own line (when, how long, the machine's load) and notes, then
+    every part's section one heading level deeper."""
+    meta = [f"profile {res['profile']}", f"started {res['started']}, took {res['duration_s']:.0f} s"]
+    if res.get("other_load") is not None:
+        att = res.get("load_attempts") or []
+        waited = sum(a.get("waited_s", 0) for a in att)
+        meta.append(f"other processes used {res['other_load'] * 100:.0f} % of the CPUs while it ran"
+                    + (f" (waited {waited:.0f} s for a quiet machine)" if waited >= 5 else "")
+                    + (f"; taken {len(att)} times, the last one shown" if len(att) > 1 else ""))
+    L = ["; ".join(meta) + ".", ""]
+    if res.get("taken_under_load"):
+        L += [f"**Taken under load:** other processes used {res['other_load'] * 100:.0f} % of the CPUs while this "
+              "figure ran; its numbers are noisier than the others and its verdicts weaker.", ""]
+    for n in res.get("notes", []):
+        L.append(f"> {n}")
+    if res.get("notes"):
+        L.append("")
+    for part in res["parts"]:
+        L += _figure_section(part, depth + 1)
+    return L
 
 
 def _waits_section(res, pname, names, xs, where) -> list[str]:
@@ -768,6 +798,12 @@ def quick_reductions(fig_name: str) -> list[str]:
         fig = registry.figure(fig_name)
     except (ImportError, KeyError):
         return []
+    return _reductions_of(fig, registry)
+
+
+def _reductions_of(fig, registry) -> list[str]:
+    if fig.parts:
+        return [f"{part.name}: {r}" for part in fig.parts for r in _reductions_of(part, registry)]
     q, f = fig.profiles.get("quick", {}), fig.profiles.get("full", {})
     out = []
     if q.get("xs") != f.get("xs") and q.get("xs") and f.get("xs"):

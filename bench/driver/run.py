@@ -168,6 +168,8 @@ class Runner:
         if not self.taskset:
             return "not pinned (fewer than 2 CPUs allowed)"
         a, b = self.cpus
+        if fig.parts:
+            return "; ".join(f"{p.name}: {self.pinning_text(p)}" for p in fig.parts)
         if fig.kind == "echo":
             return f"server pinned to CPU {a}, client to CPU {b}"
         if fig.kind == "http":
@@ -188,8 +190,14 @@ class Runner:
     def run_once(self, fig: registry.Figure, cell: Cell, warm: bool, trace: list[str] | None = None,
                  timeout: float | None = None) -> execute.Run:
         """One run of `cell`; `trace` (strace) goes before the program (the server for a server
-        row), after the CPU pinning."""
-        trace = trace or []
+        row), after the CPU pinning. The row's environment variables (Impl.env) go to its program
+        (the server of a server or http row), and a run whose program does not report the values
+        the row expects (Impl.expect, e.g. the engine) is failed."""
+        r = self._run_once(fig, cell, warm, trace or [], timeout)
+        return execute.check_expected(r, cell.impl.expect, "server" if cell.impl.kind in ("server", "http") else "")
+
+    def _run_once(self, fig: registry.Figure, cell: Cell, warm: bool, trace: list[str],
+                  timeout: float | None) -> execute.Run:
         prof = fig.profiles[self.args.profile]
         p = dict(cell.params)
         secs = seconds_for(prof, warm)
@@ -202,10 +210,10 @@ class Runner:
         impl = cell.impl
         try:
             if impl.kind == "fio":
-                return execute.run_fio(self.fio, impl.cmd, p, timeout, self.pin_for(cell) + trace)
+                return execute.run_fio(self.fio, impl.cmd, p, timeout, self.pin_for(cell) + trace, env=impl.env)
             tmpl = template_for(impl, p)
             if impl.kind == "http":
-                return self.run_http(fig, tmpl, p, trace, timeout)
+                return self.run_http(fig, tmpl, p, trace, timeout, impl.env)
             if impl.kind == "copy":
                 if not os.path.isfile(p["file"]):
                     return execute.Run("unsupported", {}, f"unsupported: the tier has no file system to copy in "
@@ -219,18 +227,19 @@ class Runner:
                     return execute.Run("failed", {}, why or cwhy)
                 sargv = self.pin(self.cpus[:1]) + trace + sargv
                 cargv = self.pin(self.cpus[1:2]) + cargv
-                return execute.run_server_client(sargv, cargv, p["port"], timeout)
+                return execute.run_server_client(sargv, cargv, p["port"], timeout, server_env=impl.env)
             argv, why = expand(tmpl, p, self.bins)
             if argv is None:
                 return execute.Run("failed", {}, why)
             argv = self.pin_for(cell) + trace + argv
             if impl.kind == "copy":
-                return execute.run_copy(argv, p["file"], p["dst"], timeout, impl.name)
-            return execute.run_command(argv, timeout)
+                return execute.run_copy(argv, p["file"], p["dst"], timeout, impl.name, env=impl.env)
+            return execute.run_command(argv, timeout, env=impl.env)
         except KeyError as e:
             return execute.Run("failed", {}, f"registry template error: {e}")
 
-    def run_http(self, fig: registry.Figure, tmpl: str, p: dict, trace: list[str], timeout: float) -> execute.Run:
+    def run_http(self, fig: registry.Figure, tmpl: str, p: dict, trace: list[str], timeout: float,
+                 env: dict | None = None) -> execute.Run:
         """One run of a web server (pinned to the first CPU) under wrk (pinned to the second)."""
         d = self.http
         p["port"] = execute.free_port()
@@ -244,7 +253,7 @@ class Runner:
             return execute.Run("failed", {}, why or cwhy)
         extra = [os.path.join(p["prefix"], "error.log")] if "prefix" in p else []
         return httpbench.run_http(self.pin(self.cpus[:1]) + trace + sargv, self.pin(self.cpus[1:2]) + cargv,
-                                  p["port"], p["path"], d.content[p["path"]], timeout, d.dir, extra)
+                                  p["port"], p["path"], d.content[p["path"]], timeout, d.dir, extra, env)
 
     def progress(self, fig, cell: Cell, label: str, run: execute.Run) -> None:
         self.done += 1
@@ -329,15 +338,7 @@ class Runner:
             meter = load_mod.OtherLoad()
             meter.start()
             done_before = self.done
-            if fig.kind == "http":
-                httpbench.raise_nofile()
-                self.http = httpbench.Docroot(a.workdir)
-            try:
-                res = self._figure_once(fig)
-            finally:
-                if self.http:
-                    self.http.close()
-                    self.http = None
+            res = self._parts_once(fig) if fig.parts else self._with_docroot(fig)
             other = meter.stop()
             waits[-1]["other_load"] = round(other, 3)
             res["other_load"] = round(other, 3)
@@ -349,6 +350,38 @@ class Runner:
                 f"taking it again")
             self.total += self.done - done_before  # the retake's runs
         return res
+
+    def _with_docroot(self, fig: registry.Figure) -> dict:
+        """One take of a figure; the http figure's served files exist while it runs."""
+        if fig.kind == "http":
+            httpbench.raise_nofile()
+            self.http = httpbench.Docroot(self.args.workdir)
+        try:
+            return self._figure_once(fig)
+        finally:
+            if self.http:
+                self.http.close()
+                self.http = None
+
+    def _parts_once(self, fig: registry.Figure) -> dict:
+        """One take of a figure made of parts (registry.Figure.parts): each part as a figure of its
+        own, one after the other; the result holds the parts' results and all their rows."""
+        started = dt.datetime.now().isoformat(timespec="seconds")
+        load0 = loadavg()
+        t_fig = time.monotonic()
+        parts = []
+        for part in fig.parts:
+            log(f"[{fig.name}] part {part.name}: {part.title}")
+            parts.append(self._with_docroot(part))
+        return {
+            "figure": fig.name, "title": fig.title, "kind": fig.kind, "profile": self.args.profile,
+            "started": started, "duration_s": round(time.monotonic() - t_fig, 1),
+            "metric": fig.metric.label, "higher_is_better": fig.metric.higher_is_better, "x_label": fig.x_label,
+            "plot": fig.plot, "storage": False, "reps": None, "warmup": None, "seconds": None,
+            "panels": [], "impls": [i for p in parts for i in p["impls"]], "rows": [r for p in parts for r in p["rows"]],
+            "targets": [], "notes": fig.notes, "parts": parts, "pinning": self.pinning_text(fig),
+            "load": [load0, loadavg()],
+        }
 
     def _figure_once(self, fig: registry.Figure) -> dict:
         prof = fig.profiles[self.args.profile]
@@ -668,6 +701,9 @@ def fmt_dur(s: float) -> str:
 # --------------------------------------------------------------------------- estimate
 
 def count_runs(fig: registry.Figure, profile: str, bins: Binaries, tier_names) -> tuple[int, float]:
+    if fig.parts:
+        counts = [count_runs(p, profile, bins, tier_names) for p in fig.parts]
+        return sum(n for n, _ in counts), sum(s for _, s in counts)
     prof = fig.profiles[profile]
     n = 0
     secs = 0.0
@@ -756,9 +792,13 @@ def main() -> int:
                 print(f"    program {prog:28s} {src}")
             if any(i.kind == "fio" for i in f.impls):
                 print(f"    program {'fio':28s} (installed: the fio package)")
-            for i in f.impls:
-                tmpl = i.cmd if isinstance(i.cmd, str) else ", ".join(f"{k}={v}" for k, v in i.cmd.items())
-                print(f"    {i.name:32s} [{'/'.join(i.profiles)}] {tmpl}")
+            for part in f.parts or [f]:
+                if f.parts:
+                    print(f"  part {part.name}: {part.title}")
+                for i in part.impls:
+                    tmpl = i.cmd if isinstance(i.cmd, str) else ", ".join(f"{k}={v}" for k, v in i.cmd.items())
+                    env = "".join(f"{k}={v} " for k, v in i.env.items())
+                    print(f"    {i.name:32s} [{'/'.join(i.profiles)}] {env}{tmpl}")
         return 0
 
     os.makedirs(args.results, exist_ok=True)
@@ -791,7 +831,7 @@ def main() -> int:
         json.dump(machine, fh, indent=1)
 
     size = (args.file_size_mib << 20) if args.file_size_mib else FILE_SIZE[args.profile]
-    need_storage = any(f.storage for f in figs)
+    need_storage = any(f.storage or any(p.storage for p in f.parts) for f in figs)
     t0 = time.monotonic()
     with tiers_mod.Tiers(args.workdir, size, log) as tiers:
         runner = Runner(args, bins, tiers if need_storage else None)

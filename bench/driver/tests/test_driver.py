@@ -270,7 +270,7 @@ class CommandLine(unittest.TestCase):
     def test_list_names_every_figure(self):
         p = self.run_driver("--list")
         self.assertEqual(p.returncode, 0, p.stderr)
-        for fig in ("seqread", "randread", "syncasync", "echo", "http", "pingpong", "pipes", "micro"):
+        for fig in ("seqread", "randread", "syncasync", "echo", "http", "pingpong", "pipes", "micro", "epoll"):
             self.assertIn(f"{fig}: ", p.stdout)
 
     def test_list_gives_every_program_its_source(self):
@@ -291,6 +291,111 @@ class CommandLine(unittest.TestCase):
         p = self.run_driver("--only", "nosuchfigure", "--list")
         self.assertEqual(p.returncode, 2)
         self.assertIn("unknown figure", p.stderr)
+
+
+class RowEnvironmentAndExpectedFields(unittest.TestCase):
+    """Impl.env reaches the row's program (a server row: the server, not its client); Impl.expect
+    fails a run whose program reports another value (the engine a ringo row is forced onto)."""
+
+    def test_env_reaches_the_program(self):
+        prog = "import json, os; print(json.dumps({'ok': True, 'engine': os.environ.get('RINGO_ENGINE')}))"
+        r = execute.run_command([sys.executable, "-c", prog], 30, env={"RINGO_ENGINE": "epoll"})
+        self.assertEqual(r.status, "ok", r.error)
+        self.assertEqual(r.data["engine"], "epoll")
+        self.assertTrue(r.cmd.startswith("RINGO_ENGINE=epoll "), r.cmd)
+        r = execute.run_command([sys.executable, "-c", prog], 30)
+        self.assertEqual(r.data["engine"], os.environ.get("RINGO_ENGINE"))
+
+    def test_the_expected_value_passes_and_another_fails(self):
+        ok = execute.check_expected(execute.Run("ok", {"engine": "epoll"}), {"engine": "epoll"})
+        self.assertEqual(ok.status, "ok")
+        bad = execute.check_expected(execute.Run("ok", {"engine": "io_uring"}), {"engine": "epoll"})
+        self.assertEqual(bad.status, "failed")
+        self.assertIn("reports engine 'io_uring', the row asks for 'epoll'", bad.error)
+        none = execute.check_expected(execute.Run("ok", {"server": {}}), {"engine": "epoll"}, "server")
+        self.assertEqual(none.status, "failed")
+        self.assertIn("the server reports no engine", none.error)
+
+    def test_the_epoll_rows_ask_for_their_engine(self):
+        from bench.driver import registry
+        fig = registry.figure("epoll")
+        rows = [i for p in fig.parts for i in p.impls if i.is_ringo]
+        self.assertTrue(rows)
+        for i in rows:
+            engine = "epoll" if i.name.startswith(registry.RINGO_EPOLL) else "io_uring"
+            self.assertTrue(i.name.startswith((registry.RINGO_EPOLL, registry.RINGO_URING)), i.name)
+            self.assertEqual(i.env, {"RINGO_ENGINE": engine}, i.name)
+            self.assertEqual(i.expect, {"engine": engine}, i.name)
+
+    def test_every_target_of_the_epoll_figure_names_rows_it_has(self):
+        from bench.driver import registry
+        for part in registry.figure("epoll").parts:
+            names = {i.name for i in part.impls}
+            for t in part.targets:
+                self.assertIn(t.ringo, names)
+                self.assertIn(t.baseline, names)
+
+
+class FigureOfParts(unittest.TestCase):
+    """The epoll figure is made of parts (echo, http, storage), each a figure of its own kind."""
+
+    def test_parts_count_list_and_reduce(self):
+        from bench.driver import registry
+        from bench.driver.run import Binaries, count_runs
+        fig = registry.figure("epoll")
+        self.assertEqual([p.kind for p in fig.parts], ["echo", "http", "storage"])
+        progs = registry.programs_of(fig)
+        for prog in ("echo_ringo", "echo_epoll", "echo_asio", "http_file_server", "nginx", "bench_ringo_storage",
+                     "bench_sync"):
+            self.assertIn(prog, progs)
+        # nothing built in an empty folder: the runs counted are those of nginx's rows (a Debian
+        # package's program), a warm-up and the repetitions at each of the http part's points
+        empty = tempfile.mkdtemp(prefix="ringo-bins-")
+        try:
+            bins = Binaries([empty])
+            n, _ = count_runs(fig, "quick", bins, [])
+            http = fig.parts[1].profiles["quick"]
+            nginx = len(http["points"]) * (http["reps"] + 1) if bins.find("nginx") and bins.find("wrk") else 0
+            self.assertEqual(n, nginx)
+        finally:
+            shutil.rmtree(empty)
+        red = report.quick_reductions("epoll")
+        self.assertTrue(any(r.startswith("epoll-http: ") for r in red), red)
+
+    def test_report_of_a_figure_of_parts(self):
+        def part(name, kind, title):
+            return {"figure": name, "title": title, "kind": kind, "profile": "quick", "reps": 3, "warmup": True,
+                    "seconds": 0.5, "started": "2026-01-01T00:00:00", "duration_s": 10.0, "metric": "m",
+                    "higher_is_better": False, "x_label": "connections", "plot": "bars", "storage": False,
+                    "panels": [{"name": "", "available": True}],
+                    "impls": [{"name": "ringo (epoll engine)", "tag": "", "status": "ok"},
+                              {"name": "base", "tag": "", "status": "ok"}],
+                    "rows": [dict(_row("ringo (epoll engine)", 4, [10, 11, 12]), figure=name),
+                             dict(_row("base", 4, [20, 21, 22]), figure=name)],
+                    "targets": [{"ringo": "ringo (epoll engine)", "baseline": "base", "min_ratio": 1.0,
+                                 "where": "every x", "text": "at most base's", "field": "", "max_value": None,
+                                 "panel": "", "on": ""}], "notes": []}
+        a, b = part("epoll-echo", "echo", "Echo part"), part("epoll-http", "http", "HTTP part")
+        res = {"figure": "epoll", "title": "The epoll engine", "kind": "parts", "profile": "quick",
+               "started": "2026-01-01T00:00:00", "duration_s": 20.0, "notes": ["a note"], "parts": [a, b],
+               "rows": a["rows"] + b["rows"], "impls": a["impls"] + b["impls"], "panels": [], "targets": [],
+               "other_load": 0.02}
+        text = "\n".join(report._figure_section(res))
+        self.assertIn("## The epoll engine (`epoll`)", text)
+        self.assertIn("### Echo part (`epoll-echo`)", text)
+        self.assertIn("### HTTP part (`epoll-http`)", text)
+        self.assertIn("#### m (median [min–max], lower is better)", text)
+        self.assertIn("> a note", text)
+        self.assertEqual(text.count("| ringo (epoll engine) vs base: at most base's | met |"), 2)
+        d = tempfile.mkdtemp(prefix="ringo-parts-")
+        try:
+            report.write_csv(d, res)
+            with open(os.path.join(d, "epoll.csv")) as fh:
+                body = fh.read()
+            self.assertIn("epoll-echo,", body)
+            self.assertIn("epoll-http,", body)
+        finally:
+            shutil.rmtree(d)
 
 
 class ReportFromRecordedResults(unittest.TestCase):

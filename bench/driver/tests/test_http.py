@@ -238,6 +238,22 @@ class OneRun(unittest.TestCase):
         self.assertIn("cannot bind", r.error)
 
 
+class EngineOfAServer(unittest.TestCase):
+    def test_an_epoll_instance_reads_as_epoll(self):
+        import select
+        before = httpbench.engine_of(os.getpid())
+        ep = select.epoll()
+        try:
+            self.assertEqual(httpbench.engine_of(os.getpid()), "io_uring" if before == "io_uring" else "epoll")
+        finally:
+            ep.close()
+
+    def test_a_process_that_is_gone_reads_as_nothing(self):
+        p = subprocess.Popen(["true"])
+        p.wait()
+        self.assertEqual(httpbench.engine_of(p.pid), "")
+
+
 class FindingThePrograms(unittest.TestCase):
     def test_the_example_in_the_bench_build_and_the_packages_in_path(self):
         from bench.driver.run import Binaries
