@@ -233,6 +233,7 @@ struct EpollEngine::Impl {
         // Any other descriptor may be closed behind the engine's back and its number reused:
         // it is looked at again at a call that finds nothing waiting on it.
         bool owned = false;
+        bool regular = false;       // a regular file (read_at_once), as kind_of last found it
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
@@ -511,6 +512,7 @@ struct EpollEngine::Impl {
         struct stat st;
         if (::fstat(fd, &st) < 0)
             return Kind::unknown; // EBADF: the call itself says so
+        s.regular = S_ISREG(st.st_mode);
         if (S_ISSOCK(st.st_mode))
             s.kind = Kind::socket;
         else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode))
@@ -523,16 +525,19 @@ struct EpollEngine::Impl {
     }
     // An edge-triggered registration, made or re-armed at each wait: a descriptor may have been
     // closed behind the engine's back (another runtime, a plain close) and its number reused,
-    // which took the kernel's registration with it.
+    // which took the kernel's registration with it. A descriptor registered before is re-armed
+    // first (one call while the registration lives), one not yet registered is added first; the
+    // other call follows when the kernel says the registration is gone (ENOENT) or there (EEXIST).
     int watch(int fd) {
         FdState& s = fd_state(fd);
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
         ev.data.fd = fd;
-        if (::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-            if (errno != EEXIST)
+        const bool mod_first = s.registered;
+        if (::epoll_ctl(epfd, mod_first ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0) {
+            if (errno != (mod_first ? ENOENT : EEXIST))
                 return -errno;
-            if (::epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+            if (::epoll_ctl(epfd, mod_first ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0)
                 return -errno;
         }
         s.registered = true;
@@ -1008,7 +1013,9 @@ struct EpollEngine::Impl {
             finish(p, r);
             return;
         }
-        (void)retry(p); // an edge may have come before the registration
+        // No second try here: the call was just tried (start), and a descriptor that became
+        // ready since is reported by the next epoll_wait, because adding or re-arming a
+        // registration (watch) queues an event for a descriptor already ready.
     }
     void on_event(int fd, std::uint32_t ev) {
         if (static_cast<std::size_t>(fd) >= fds.size())
@@ -1090,6 +1097,40 @@ struct EpollEngine::Impl {
             if (p->sqe.user_data == ud && p->sqe.opcode == opcode && p->state != State::held && p->state != State::free)
                 return p;
         return nullptr;
+    }
+
+    // A read of a regular file at an offset is first tried here without waiting (RWF_NOWAIT),
+    // as io_uring tries a read before it hands it to a worker: what the page cache holds is
+    // copied at once, without the pool's thread switches. Only a whole read (or 0: the end of
+    // the file) is taken; one that would wait (-EAGAIN), a short one and any error go to the
+    // pool, which makes the call itself. Not O_DIRECT: a direct read with RWF_NOWAIT would wait
+    // here for the device.
+    bool read_at_once(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        if ((s.opcode != opc::read && s.opcode != opc::readv) || s.off == ~std::uint64_t{0} || s.rw_flags ||
+            (s.flags & sqe_buffer_select) || !fd_state(s.fd).regular)
+            return false;
+        const int fl = ::fcntl(s.fd, F_GETFL);
+        if (fl < 0 || (fl & O_DIRECT))
+            return false;
+        void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
+        const auto off = static_cast<off_t>(s.off);
+        std::size_t want = s.len;
+        int r;
+        if (s.opcode == opc::read) {
+            iovec v{addr, s.len};
+            r = sys(::preadv2(s.fd, &v, 1, off, RWF_NOWAIT));
+        } else {
+            const auto* iov = static_cast<const iovec*>(addr);
+            want = 0;
+            for (unsigned i = 0; i < s.len; ++i)
+                want += iov[i].iov_len;
+            r = sys(::preadv2(s.fd, iov, static_cast<int>(s.len), off, RWF_NOWAIT));
+        }
+        if (r < 0 || (r != 0 && static_cast<std::size_t>(r) != want))
+            return false;
+        finish(p, r);
+        return true;
     }
 
     // Starts one SQE (held ones of a link start when their predecessor ends).
@@ -1265,6 +1306,8 @@ struct EpollEngine::Impl {
                 finish(p, -ENOTSOCK);
                 return;
             }
+            if (read_at_once(p))
+                return;
             to_pool(p);
             return;
         }
