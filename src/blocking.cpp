@@ -219,7 +219,8 @@ void BlockingWait::start(Runtime& r, std::coroutine_handle<> awaiting, BlockingJ
         if (j.event_fd < 0)
             throw std::system_error(errno, std::generic_category(), "ringo: spawn_blocking: eventfd");
     }
-    io_uring_sqe* sqe = r.get_sqe(); // may throw: nothing has been handed to the pool yet
+    io_uring_sqe* sqe =
+        ringo::detail::RuntimeAccess::engine(r).get_sqe(); // may throw: nothing has been handed to the pool yet
     j.refs.store(2, std::memory_order_relaxed);
     try {
         pool().submit(j);
@@ -233,14 +234,14 @@ void BlockingWait::start(Runtime& r, std::coroutine_handle<> awaiting, BlockingJ
     job = &j;
     std::memset(sqe, 0, sizeof *sqe);
     prepare_wait(sqe);
-    r.op_started();
+    ringo::detail::RuntimeAccess::engine(r).op_started();
 }
 
 void BlockingWait::arm() {
-    io_uring_sqe* sqe = rt->get_sqe();
+    io_uring_sqe* sqe = ringo::detail::RuntimeAccess::engine(*rt).get_sqe();
     std::memset(sqe, 0, sizeof *sqe);
     prepare_wait(sqe);
-    rt->op_started();
+    ringo::detail::RuntimeAccess::engine(*rt).op_started();
 }
 
 void BlockingWait::prepare_wait(io_uring_sqe* sqe) noexcept {
@@ -260,7 +261,7 @@ void BlockingWait::prepare_wait(io_uring_sqe* sqe) noexcept {
 void BlockingWait::on_cqe(Completion* c, int res, std::uint32_t) {
     auto* w = static_cast<BlockingWait*>(c);
     Runtime* r = w->rt;
-    r->op_finished();
+    ringo::detail::RuntimeAccess::engine(*r).op_finished();
     if (r->shutting_down())
         return; // the runtime is going: the frame is freed or abandoned, the job runs on alone
     if (w->job->state.load(std::memory_order_acquire) == BlockingJob::done) {

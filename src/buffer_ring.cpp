@@ -109,7 +109,7 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
         const std::uint16_t flags = uring::compat::pbuf_ring::inc;
         std::memcpy(reinterpret_cast<unsigned char*>(&reg) + offsetof(io_uring_buf_reg, bgid) + sizeof reg.bgid, &flags,
                     sizeof flags);
-        r = rt.ring().register_buf_ring(reg);
+        r = ringo::detail::RuntimeAccess::engine(rt).ring.register_buf_ring(reg);
         if (r == 0) {
             st->inc = true;
             st->off = off.release();
@@ -123,7 +123,7 @@ BufferRing::BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std
         }
     }
     if (!st->inc && r == -EINVAL) // not asked for, or refused
-        r = rt.ring().register_buf_ring(reg);
+        r = ringo::detail::RuntimeAccess::engine(rt).ring.register_buf_ring(reg);
     if (r < 0) {
         ::munmap(map, st->map_bytes);
         throw std::system_error(-r, std::generic_category(),
@@ -153,7 +153,7 @@ void RingState::wake_waiters() noexcept {
 void RingState::destroy(RingState* s) noexcept {
     // No operation reads into the ring any more (every stream is gone, which waits for its
     // multishot's final CQE): the kernel may let go of the memory.
-    (void)s->rt->ring().unregister_buf_ring(s->bgid);
+    (void)ringo::detail::RuntimeAccess::engine(*s->rt).ring.unregister_buf_ring(s->bgid);
     ::munmap(s->map, s->map_bytes);
     delete[] s->next;
     delete[] s->len;

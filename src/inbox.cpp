@@ -53,7 +53,7 @@ int Inbox::send_wake_msg(std::uint64_t user_data) noexcept {
 }
 
 void Inbox::arm_read() {
-    io_uring_sqe* sqe = rt_.get_sqe();
+    io_uring_sqe* sqe = rt_.engine_.get_sqe();
     io_uring_prep_read(sqe, wake_fd_, &wake_buf_, sizeof wake_buf_, 0);
     sqe->user_data = user_data_of(wake_);
     wake_armed_ = true;
@@ -75,7 +75,7 @@ void Inbox::on_ring_wake_sent(Completion* c, int res, std::uint32_t) {
     // Runs on the sender; `c` belongs to the target.
     Runtime* sender = t_current;
     if (sender && !(sender->features() & uring::compat::feat::cqe_skip)) {
-        --sender->in_flight_;
+        --sender->engine_.in_flight;
         --sender->inbox_.outgoing_wakes_;
     }
     // The message did not arrive (-EOVERFLOW, ...): wake the target another way, unless the
@@ -89,7 +89,7 @@ bool Inbox::queue_ring_wake(Inbox& target) noexcept {
         return false;
     io_uring_sqe* sqe;
     try {
-        sqe = rt_.get_sqe();
+        sqe = rt_.engine_.get_sqe();
     } catch (...) {
         return false;
     }
@@ -104,7 +104,7 @@ bool Inbox::queue_ring_wake(Inbox& target) noexcept {
         // submitted, so a pool only has to submit before any runtime closes its ring.
         sqe->flags |= uring::compat::sqe_flag::cqe_skip_success;
     } else {
-        ++rt_.in_flight_;
+        ++rt_.engine_.in_flight;
         ++outgoing_wakes_;
     }
     return true;
@@ -124,7 +124,8 @@ void Inbox::post(Item item) {
     // sender's own ring, submitted with its other SQEs (the pool keeps every runtime alive
     // until all of them have stopped and sent their last message).
     Runtime* sender = t_current;
-    bool by_ring = sender && sender != &rt_ && rt_.pool_ && sender->pool_ == rt_.pool_ && !sender->discard_ &&
+    bool by_ring = sender && sender != &rt_ && rt_.registry_.pool_link() &&
+                   sender->registry_.pool_link() == rt_.registry_.pool_link() && !sender->discard_ &&
                    !sender->inbox_.drain_used_;
     {
         // Otherwise the wake-up is written under the lock: once the item is visible the target

@@ -68,9 +68,10 @@ void PromiseBase::spawned_task_failed() noexcept {
     // whoever consumes the result (a detach reports through it, a join releases it).
     // spawned_final sees the tag and leaves the list alone.
     Runtime* rt = owner_;
-    detail::RuntimeAccess::unregister_task(*rt, *this); // exc_ is now an empty exception_ptr
+    detail::RuntimeAccess::registry(*rt).unregister_task(*this); // exc_ is now an empty exception_ptr
     exc_ = std::current_exception();
-    exc_sink_tagged_ = reinterpret_cast<std::uintptr_t>(detail::RuntimeAccess::exception_sink(*rt).acquire()) | 1;
+    exc_sink_tagged_ =
+        reinterpret_cast<std::uintptr_t>(detail::RuntimeAccess::registry(*rt).exception_sink().acquire()) | 1;
 }
 
 namespace {
@@ -105,7 +106,7 @@ namespace {
     auto* w = reinterpret_cast<JoinWaiter*>(old & ~join_linked_tag);
     if (w->h) {
         if (w->rt == rt || w->rt == nullptr) {
-            if (w->rt == rt && RuntimeAccess::queue_behind_ready(*rt, w->h))
+            if (w->rt == rt && RuntimeAccess::scheduler(*rt).queue_behind_ready(w->h))
                 return std::noop_coroutine();
             return w->h;
         }
@@ -137,14 +138,14 @@ void withdraw_join_waiter(JoinWaiter& w) noexcept {
     std::uintptr_t expected = reinterpret_cast<std::uintptr_t>(&w) | join_linked_tag;
     if (!w.join->compare_exchange_strong(expected, join_running, std::memory_order_acq_rel, std::memory_order_acquire))
         w.wait_released(); // the task's end took it: it is posting the wake-up here
-    RuntimeAccess::unlink_join_waiter(*w.rt, w);
+    RuntimeAccess::registry(*w.rt).unlink_join_waiter(w);
 }
 
 void spawned_final(PromiseBase& p) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        detail::RuntimeAccess::unregister_task(*rt, p);
-    PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
+        detail::RuntimeAccess::registry(*rt).unregister_task(p);
+    PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     if (p.join_.load(std::memory_order_acquire) == join_detached) { // stays so
         if (p.ended_with_exception()) {
             p.exc_sink()->report(p.exc_);
@@ -166,7 +167,7 @@ void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBa
     void* frame = t_keep_frame;
     t_keep_frame = reinterpret_cast<void*>(p.kept_size_);
     Runtime* rt = p.owner_;
-    PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
+    PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     if (!p.own_ctx_.frame_kept) { // a detached task of a pool
         free_frame(frame, n);
         pool->task_ended(); // last: this task touches nothing of the pool any more
@@ -188,8 +189,8 @@ void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBa
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        detail::RuntimeAccess::unregister_task(*rt, p);
-    PoolLink* pool = detail::RuntimeAccess::pool_link(*rt);
+        detail::RuntimeAccess::registry(*rt).unregister_task(p);
+    PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     // Once join_ says completed, a joiner on another thread may free the frame: only locals
     // from here on. (The joiner is a coroutine of this runtime; with a pool it may have moved
     // by the time it resumes: spawned_final_slow.)
@@ -199,7 +200,7 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
         // trip), else behind the ready tasks (many alive: the joiner then finds the next ones
         // already ended, instead of suspending once per task).
         std::coroutine_handle<> h = reinterpret_cast<JoinWaiter*>(old)->h;
-        if (detail::RuntimeAccess::queue_behind_ready(*rt, h))
+        if (detail::RuntimeAccess::scheduler(*rt).queue_behind_ready(h))
             return std::noop_coroutine();
         return h;
     }
@@ -214,16 +215,16 @@ RuntimeOptions& RuntimeOptions::attach_wq(const Runtime& other) noexcept {
 }
 
 Runtime::Runtime(const RuntimeOptions& options)
-    : ring_(options.ring_params()), opts_(options), flush_interval_(options.flush_interval()),
-      owner_thread_(std::this_thread::get_id()), exc_sink_(options.detached_exception_handler()) {
+    : engine_(*this, options.ring_params()), sched_(options.flush_interval()),
+      registry_(options.detached_exception_handler()), opts_(options), owner_thread_(std::this_thread::get_id()) {
     using namespace uring::compat::setup;
-    wants_events_ = (ring_.setup_flags() & (defer_taskrun | iopoll)) != 0;
+    engine_.wants_events = (engine_.ring.setup_flags() & (defer_taskrun | iopoll)) != 0;
     inbox_.start();
     // Hand what setup queued to the kernel now and drop the probe's CQE, so the counters
     // start from a quiet ring.
     submit_or_throw(0, true);
     reap();
-    cqes_ = 0;
+    engine_.cqes = 0;
 }
 
 Runtime::~Runtime() {
@@ -235,19 +236,19 @@ Runtime::~Runtime() {
 
 RuntimeStats Runtime::stats() const noexcept {
     RuntimeStats s;
-    s.sqes_submitted = ring_.sqes_submitted();
-    s.enters = ring_.enters();
-    s.cqes = cqes_ + completed_alone_;
-    s.completed_alone = completed_alone_;
-    s.resumptions = resumptions_ + ready_.popped_in_turn(); // and those of a turn under way
-    s.tasks_spawned = tasks_spawned_;
-    s.detached_exceptions = exc_sink_->reported.load(std::memory_order_relaxed);
-    s.backpressure_events = backpressure_;
-    s.ops_in_flight = in_flight_;
+    s.sqes_submitted = engine_.ring.sqes_submitted();
+    s.enters = engine_.ring.enters();
+    s.cqes = engine_.cqes + engine_.completed_alone;
+    s.completed_alone = engine_.completed_alone;
+    s.resumptions = sched_.resumptions + sched_.ready.popped_in_turn(); // and those of a turn under way
+    s.tasks_spawned = registry_.spawned();
+    s.detached_exceptions = registry_.exception_sink().reported.load(std::memory_order_relaxed);
+    s.backpressure_events = engine_.backpressure;
+    s.ops_in_flight = engine_.in_flight;
     s.remote_items = inbox_.items();
     s.wakeups = inbox_.wakeups();
     s.wakeups_by_sqe = inbox_.wakeups_by_sqe();
-    s.tasks_migrated_in = migrated_in_;
+    s.tasks_migrated_in = registry_.migrated_in();
     return s;
 }
 
@@ -264,20 +265,20 @@ void Runtime::drain_remote() {
             auto raw = reinterpret_cast<std::uintptr_t>(it.spawn);
             auto* p = reinterpret_cast<detail::PromiseBase*>(raw & ~std::uintptr_t{1});
             if (raw & 1)
-                ++migrated_in_;
+                registry_.count_migration();
             else
-                ++tasks_spawned_;
-            link_task(*p);
+                registry_.count_spawn();
+            registry_.link_task(*p);
             // A cancel sent while the task was in transit went to a runtime that no longer
             // had it; the flag it left makes this runtime apply it.
             if (p->own_ctx_.remote_request.load(std::memory_order_seq_cst))
                 sweep = true;
         }
-        ready_.push(std::coroutine_handle<>::from_address(it.addr));
+        sched_.ready.push(std::coroutine_handle<>::from_address(it.addr));
     }
     if (sweep) {
-        bool all = cancel_all_.exchange(false, std::memory_order_acq_rel);
-        tasks_.for_each([all](detail::PromiseBase& p) {
+        bool all = registry_.cancel_all.exchange(false, std::memory_order_acq_rel);
+        registry_.tasks().for_each([all](detail::PromiseBase& p) {
             if (p.own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel) || all)
                 detail::cancel(p.own_ctx_);
         });
@@ -289,17 +290,17 @@ void Runtime::post_migration(detail::PromiseBase& p, std::coroutine_handle<> h) 
 }
 
 void Runtime::cancel_all_tasks() noexcept {
-    tasks_.for_each([](detail::PromiseBase& p) { detail::cancel(p.own_ctx_); });
+    registry_.tasks().for_each([](detail::PromiseBase& p) { detail::cancel(p.own_ctx_); });
 }
 
 void Runtime::request_cancel_all() {
-    cancel_all_.store(true, std::memory_order_release);
+    registry_.cancel_all.store(true, std::memory_order_release);
     inbox_.post({nullptr, nullptr});
 }
 
 void Runtime::flush_submissions() noexcept {
-    if (ring_.pending())
-        (void)ring_.submit(0, false);
+    if (engine_.ring.pending())
+        (void)engine_.ring.submit(0, false);
 }
 
 void Runtime::finish_outgoing_wakes() noexcept {
@@ -307,7 +308,7 @@ void Runtime::finish_outgoing_wakes() noexcept {
     flush_submissions();
     reap_without_resuming(); // failed messages (sent again by system call)
     while (inbox_.outgoing() > 0) {
-        int r = ring_.submit(1, true);
+        int r = engine_.ring.submit(1, true);
         if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME)
             break;
         reap_without_resuming();
@@ -317,8 +318,8 @@ void Runtime::finish_outgoing_wakes() noexcept {
 void Runtime::post(std::coroutine_handle<> h) { inbox_.post({h.address(), nullptr}); }
 
 void Runtime::post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h) {
-    if (pool_)
-        pool_->task_started();
+    if (registry_.pool_link())
+        registry_.pool_link()->task_started();
     inbox_.post({h.address(), &p});
 }
 
@@ -332,30 +333,9 @@ void Runtime::request_cancel(detail::PromiseBase& p) {
     (owner ? owner : this)->inbox_.post({nullptr, nullptr});
 }
 
-io_uring_sqe* Runtime::get_sqe_slow() {
-    for (;;) {
-        make_sq_room();
-        if (io_uring_sqe* s = ring_.get_sqe())
-            return s;
-    }
-}
-
-void Runtime::make_sq_room() {
-    // The SQ is full: hand it to the kernel. Completions reaped here are not resumed inline
-    // (we are inside some coroutine's await_suspend); their coroutines go to the run queue.
-    int r = ring_.submit(0, false);
-    if (ring_.sq_space() > 0)
-        return;
-    if (r < 0 && r != -EBUSY && r != -EAGAIN && r != -EINTR)
-        throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed while the SQ was full");
-    ++backpressure_;
-    // Back-pressure: make room in the CQ, deferring the resumptions.
-    ring_.submit(0, true);
-    reap_without_resuming();
-}
-
 void Runtime::reap_without_resuming() {
-    cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { route(ud, res, fl, QueueOnly{this}); });
+    engine_.cqes +=
+        engine_.ring.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { route(ud, res, fl, QueueOnly{this}); });
 }
 
 void Runtime::reap_overflow() {
@@ -363,13 +343,13 @@ void Runtime::reap_overflow() {
     // list (IORING_FEAT_NODROP). Back-pressure: an enter with GETEVENTS moves them into the CQ
     // as room allows; reap and repeat until the list is empty.
     do {
-        ++backpressure_;
+        ++engine_.backpressure;
         submit_or_throw(0, true);
-        unsigned n = ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
-        cqes_ += n;
+        unsigned n = engine_.ring.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
+        engine_.cqes += n;
         if (n == 0) // nothing moved in (cannot happen with an empty CQ); the loop's next enter retries
             break;
-    } while (ring_.cq_overflowed());
+    } while (engine_.ring.cq_overflowed());
 }
 
 void Runtime::handle_submit_error(int r) {
@@ -379,7 +359,7 @@ void Runtime::handle_submit_error(int r) {
     case EBUSY:
     case EAGAIN:
         // CQ overflow: the caller reaps and comes back.
-        ++backpressure_;
+        ++engine_.backpressure;
         return;
     case EBADR: std::fprintf(stderr, "ringo: the kernel dropped completions (CQ overflow without NODROP)\n"); return;
     default: throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed");
@@ -387,13 +367,13 @@ void Runtime::handle_submit_error(int r) {
 }
 
 void Runtime::run_ready() {
-    // A turn resumes at most flush_interval_ tasks from the queue (yield's hand-offs
+    // A turn resumes at most sched_.flush_interval tasks from the queue (yield's hand-offs
     // included), then the loop flushes I/O; its resumptions are counted once, at its end.
-    ready_.begin_turn(flush_interval_);
+    sched_.ready.begin_turn(sched_.flush_interval);
     do {
-        ready_.pop().resume();
-    } while (!ready_.turn_over() && !ready_.empty());
-    resumptions_ += ready_.end_turn();
+        sched_.ready.pop().resume();
+    } while (!sched_.ready.turn_over() && !sched_.ready.empty());
+    sched_.resumptions += sched_.ready.end_turn();
 }
 
 void Runtime::run(std::coroutine_handle<> root) {
@@ -414,16 +394,16 @@ void Runtime::run(std::coroutine_handle<> root) {
     root_ = root;
     make_current(this);
 
-    ready_.push(root);
+    sched_.ready.push(root);
     for (;;) {
-        if (!ready_.empty())
+        if (!sched_.ready.empty())
             run_ready();
         if (root.done()) {
-            if (std::exchange(unawaited_queued_, false))
+            if (std::exchange(engine_.unawaited_queued, false))
                 flush_submissions(); // what the last turn queued without awaiting it (a close)
             return;
         }
-        if (ready_.empty() && timers_.empty()) [[likely]] {
+        if (sched_.ready.empty() && sched_.timers.empty()) [[likely]] {
             // Nothing to run and no deadline: submit what was gathered and wait, in one
             // enter (the common case of an I/O-bound loop). When a task's own wait
             // (start_op) brought other CQEs too, this enter returns at once: a wait that ends
@@ -437,72 +417,54 @@ void Runtime::run(std::coroutine_handle<> root) {
 }
 
 void Runtime::step_with_work_or_timers() {
-    if (!timers_.empty())
+    if (!sched_.timers.empty())
         fire_timers(detail::now_ns());
-    if (ready_.empty()) {
+    if (sched_.ready.empty()) {
         wait_for_events();
-    } else if (ring_.pending() || (in_flight_ && wants_events_) || ring_.needs_enter()) {
-        submit_or_throw(0, in_flight_ != 0);
+    } else if (engine_.ring.pending() || (engine_.in_flight && engine_.wants_events) || engine_.ring.needs_enter()) {
+        submit_or_throw(0, engine_.in_flight != 0);
     }
 }
 
 void Runtime::fire_timers(std::uint64_t now) {
-    while (!timers_.empty() && timers_.top()->deadline <= now) {
-        detail::TimerEntry* t = timers_.top();
-        timers_.remove(t);
+    while (!sched_.timers.empty() && sched_.timers.top()->deadline <= now) {
+        detail::TimerEntry* t = sched_.timers.top();
+        sched_.timers.remove(t);
         t->fire(t);
     }
 }
 
 void Runtime::wait_for_events() {
-    if (timers_.empty()) [[likely]] {
+    if (sched_.timers.empty()) [[likely]] {
         submit_or_throw(1, true);
         return;
     }
     std::uint64_t now = detail::now_ns();
-    std::uint64_t deadline = timers_.top()->deadline;
+    std::uint64_t deadline = sched_.timers.top()->deadline;
     if (deadline <= now) {
         fire_timers(now);
-        if (!ready_.empty()) {
+        if (!sched_.ready.empty()) {
             submit_or_throw(0, false);
             return;
         }
     }
-    if (timers_.empty()) {
+    if (sched_.timers.empty()) {
         submit_or_throw(1, true);
         return;
     }
-    deadline = timers_.top()->deadline;
+    deadline = sched_.timers.top()->deadline;
     now = detail::now_ns();
-    int r = ring_.submit_and_wait_timeout(1, deadline > now ? deadline - now : 0);
+    int r = engine_.ring.submit_and_wait_timeout(1, deadline > now ? deadline - now : 0);
     if (r < 0 && r != -ETIME) [[unlikely]]
         handle_submit_error(r);
     fire_timers(detail::now_ns());
 }
 
-void Runtime::link_join_waiter(detail::JoinWaiter& w) noexcept {
-    w.prev = nullptr;
-    w.next = join_waiters_;
-    if (join_waiters_)
-        join_waiters_->prev = &w;
-    join_waiters_ = &w;
-    w.linked = true;
-}
-
-void Runtime::unlink_join_waiter(detail::JoinWaiter& w) noexcept {
-    if (!w.linked)
-        return;
-    (w.prev ? w.prev->next : join_waiters_) = w.next;
-    if (w.next)
-        w.next->prev = w.prev;
-    w.linked = false;
-}
-
 void Runtime::withdraw_join_waiters() noexcept {
     // Coroutines here that wait for tasks of other runtimes: nothing may post their wake-up
     // into this runtime once it is gone (their frames may even outlive it, held by a handle).
-    while (join_waiters_)
-        detail::withdraw_join_waiter(*join_waiters_);
+    while (detail::JoinWaiter* w = registry_.first_join_waiter())
+        detail::withdraw_join_waiter(*w);
 }
 
 void Runtime::shutdown() {
@@ -518,12 +480,12 @@ void Runtime::shutdown() {
     withdraw_join_waiters();
     // 1. Cancel every operation still in flight and wait for each one's final CQE, so no
     //    kernel write can land in a frame we are about to free. Nothing is resumed.
-    while (in_flight_ > 0 || inbox_.read_armed()) {
-        io_uring_sqe* sqe = get_sqe();
+    while (engine_.in_flight > 0 || inbox_.read_armed()) {
+        io_uring_sqe* sqe = engine_.get_sqe();
         io_uring_prep_cancel64(sqe, 0, 0);
         sqe->cancel_flags = uring::compat::async_cancel_any | uring::compat::async_cancel_all;
         sqe->user_data = 0;
-        int r = ring_.submit(1, true);
+        int r = engine_.ring.submit(1, true);
         if (r < 0 && r != -EINTR && r != -EBUSY && r != -EAGAIN && r != -ETIME) {
             std::fprintf(stderr, "ringo: io_uring_enter failed during shutdown: %s\n",
                          std::error_code(-r, std::generic_category()).message().c_str());
@@ -532,25 +494,25 @@ void Runtime::shutdown() {
         reap_without_resuming();
     }
     drain_remote();
-    while (!timers_.empty()) // their owners are frames about to be destroyed
-        timers_.remove(timers_.top());
+    while (!sched_.timers.empty()) // their owners are frames about to be destroyed
+        sched_.timers.remove(sched_.timers.top());
     // 2. Destroy the frames of detached tasks. Destroying one may detach others (its
     //    JoinHandles), so repeat until a pass frees nothing.
     for (bool progress = true; progress;) {
         progress = false;
         // (Destroying a frame only changes the join state of the tasks its handles held:
         // none leaves the list but the one destroyed.)
-        tasks_.for_each([&](detail::PromiseBase& p) {
+        registry_.tasks().for_each([&](detail::PromiseBase& p) {
             if (p.join_.load(std::memory_order_acquire) == detail::join_detached) {
-                tasks_.unlink(p);
+                registry_.tasks().unlink(p);
                 std::coroutine_handle<>::from_address(p.frame_address()).destroy();
                 progress = true;
             }
         });
     }
     // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners.
-    while (detail::PromiseBase* p = tasks_.first()) {
-        tasks_.unlink(*p);
+    while (detail::PromiseBase* p = registry_.tasks().first()) {
+        registry_.tasks().unlink(*p);
         std::uintptr_t old = p->join_.exchange(detail::join_abandoned, std::memory_order_acq_rel);
         if (old == detail::join_detached) {
             std::coroutine_handle<>::from_address(p->frame_address()).destroy();
@@ -570,7 +532,51 @@ void Runtime::shutdown() {
 
 void Runtime::make_current(Runtime* rt) noexcept {
     detail::t_current = rt;
-    detail::t_ready = rt ? &rt->ready_ : &detail::no_runtime_queue;
+    detail::t_ready = rt ? &rt->sched_.ready : &detail::no_runtime_queue;
 }
+
+namespace detail {
+
+io_uring_sqe* IoEngine::get_sqe_slow() {
+    for (;;) {
+        make_sq_room();
+        if (io_uring_sqe* s = ring.get_sqe())
+            return s;
+    }
+}
+
+void IoEngine::make_sq_room() {
+    // The SQ is full: hand it to the kernel. Completions reaped here are not resumed inline
+    // (we are inside some coroutine's await_suspend); their coroutines go to the run queue.
+    int r = ring.submit(0, false);
+    if (ring.sq_space() > 0)
+        return;
+    if (r < 0 && r != -EBUSY && r != -EAGAIN && r != -EINTR)
+        throw std::system_error(-r, std::generic_category(), "ringo: io_uring_enter failed while the SQ was full");
+    ++backpressure;
+    // Back-pressure: make room in the CQ, deferring the resumptions.
+    ring.submit(0, true);
+    rt_.reap_without_resuming();
+}
+
+void TaskRegistry::link_join_waiter(JoinWaiter& w) noexcept {
+    w.prev = nullptr;
+    w.next = join_waiters_;
+    if (join_waiters_)
+        join_waiters_->prev = &w;
+    join_waiters_ = &w;
+    w.linked = true;
+}
+
+void TaskRegistry::unlink_join_waiter(JoinWaiter& w) noexcept {
+    if (!w.linked)
+        return;
+    (w.prev ? w.prev->next : join_waiters_) = w.next;
+    if (w.next)
+        w.next->prev = w.prev;
+    w.linked = false;
+}
+
+} // namespace detail
 
 } // namespace ringo

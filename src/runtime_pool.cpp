@@ -26,11 +26,11 @@ void switch_to_misuse(const char* what) { throw std::logic_error(what); }
 
 void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handle<> h) {
     // Pools count their live tasks: a task leaving one pool for another runtime moves its count.
-    PoolLink* fl = detail::RuntimeAccess::pool_link(from);
-    PoolLink* tl = detail::RuntimeAccess::pool_link(to);
+    PoolLink* fl = detail::RuntimeAccess::registry(from).pool_link();
+    PoolLink* tl = detail::RuntimeAccess::registry(to).pool_link();
     if (tl && tl != fl)
         tl->task_started();
-    detail::RuntimeAccess::unregister_task(from, root);
+    detail::RuntimeAccess::registry(from).unregister_task(root);
     // A coroutine of `from` waiting for this task becomes a waiter on another runtime: link
     // it, so that `from` withdraws it if it goes first. (Waiters of other runtimes linked
     // themselves when they began to wait; only `from`'s thread registers `from`'s waiters.)
@@ -148,7 +148,7 @@ void RuntimePool::thread_main(Slot& s, const RuntimeOptions& opts, int cpu) {
                                         "ringo: RuntimePool could not pin a thread to its CPU");
         }
         rt = std::make_unique<Runtime>(opts);
-        detail::RuntimeAccess::set_pool_link(*rt, &link_);
+        detail::RuntimeAccess::registry(*rt).set_pool_link(&link_);
         s.rt = rt.get();
     } catch (...) {
         s.error = std::current_exception();

@@ -17,6 +17,11 @@
 
 namespace ringo_test {
 
+/// The ring (engine) of `rt`, for tests that look at its queues, counters and faults.
+inline ringo::uring::Ring& ring_of(ringo::Runtime& rt) noexcept {
+    return ringo::detail::RuntimeAccess::engine(rt).ring;
+}
+
 /// True when this run's runtimes use the epoll engine: CI runs the suites a second time with
 /// RINGO_ENGINE=epoll.
 inline bool on_epoll() {

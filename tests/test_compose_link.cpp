@@ -65,9 +65,9 @@ Task<std::vector<int>> chain_after_gathered(Runtime& rt, unsigned gathered, unsi
     for (unsigned i = 0; i < gathered; ++i)
         hs.push_back(ringo::spawn([]() -> Task<int> { co_return co_await op::nop(); }()));
     // Until every one has run and gathered its SQE (one yield in FIFO order).
-    for (int i = 0; i < 100'000 && rt.ring().pending() < gathered; ++i)
+    for (int i = 0; i < 100'000 && ringo_test::ring_of(rt).pending() < gathered; ++i)
         co_await ringo::yield();
-    seen = rt.ring().pending();
+    seen = ringo_test::ring_of(rt).pending();
     auto res = co_await ringo::link(op::timeout(1ms), ((void)I, op::nop())...);
     for (auto& h : hs)
         EXPECT_EQ(co_await h, 0);
@@ -78,7 +78,7 @@ template <std::size_t Nops>
 void expect_chain_kept_whole(unsigned gathered) {
     SCOPED_TRACE(testing::Message() << "chain of " << Nops + 1 << " after " << gathered << " gathered SQEs");
     Runtime rt{ringo::RuntimeOptions{}.sq_entries(4)};
-    ASSERT_EQ(rt.ring().sq_entries(), 4u);
+    ASSERT_EQ(ringo_test::ring_of(rt).sq_entries(), 4u);
     unsigned seen = 0;
     auto r = rt.block_on(chain_after_gathered(rt, gathered, seen, std::make_index_sequence<Nops>{}));
     EXPECT_EQ(seen, gathered); // the situation the test is about

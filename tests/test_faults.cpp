@@ -123,7 +123,7 @@ TEST(Faults, PipeTransferSurvivesShortIoAndEnterErrors) {
             EXPECT_EQ(eof.value_or(99), 0u);
             EXPECT_TRUE(co_await writer);
         }());
-        f = rt.ring().faults_injected();
+        f = ringo_test::ring_of(rt).faults_injected();
         EXPECT_EQ(rt.stats().ops_in_flight, 0u);
     }
     EXPECT_TRUE(out == back);
@@ -203,7 +203,7 @@ TEST(Faults, TcpEchoOfEightConnectionsSurvivesShortIoAndEnterErrors) {
         co_await server;
     }());
     EXPECT_EQ(good.load(), conns);
-    auto f = rt.ring().faults_injected();
+    auto f = ringo_test::ring_of(rt).faults_injected();
     EXPECT_GT(f.short_io, 10u);
     EXPECT_GT(f.enter_errors, 10u);
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
@@ -242,8 +242,8 @@ TEST(Faults, FileWriteAndReadBackSurviveShortIoAndEnterErrors) {
         EXPECT_TRUE((co_await f->close()).ok());
     }());
     EXPECT_TRUE(out == back);
-    EXPECT_GT(rt.ring().faults_injected().short_io, 10u);
-    EXPECT_GT(rt.ring().faults_injected().enter_errors, 5u);
+    EXPECT_GT(ringo_test::ring_of(rt).faults_injected().short_io, 10u);
+    EXPECT_GT(ringo_test::ring_of(rt).faults_injected().enter_errors, 5u);
 }
 
 // Timers, a channel between tasks and tasks that yield, under failing enters only: every
@@ -288,7 +288,7 @@ TEST(Faults, TimersChannelsAndTasksSurviveEnterErrors) {
             ADD_FAILURE() << "value " << i << " came as " << got[static_cast<std::size_t>(i)];
             break;
         }
-    EXPECT_GT(rt.ring().faults_injected().enter_errors, 10u);
+    EXPECT_GT(ringo_test::ring_of(rt).faults_injected().enter_errors, 10u);
 }
 
 // ---------------------------------------------------------------- CQ overflow
@@ -327,7 +327,7 @@ TEST(Faults, ACqOfEightUnderThousandsOfCompletionsLosesNone) {
     EXPECT_EQ(timeouts, n);
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
     EXPECT_GT(rt.stats().backpressure_events, 0u);
-    EXPECT_GT(rt.ring().faults_injected().enter_errors, 0u);
+    EXPECT_GT(ringo_test::ring_of(rt).faults_injected().enter_errors, 0u);
 }
 
 // ---------------------------------------------------------------- provided buffers
@@ -377,7 +377,7 @@ TEST(Faults, RecvStreamReArmsThroughInjectedEnobufs) {
     writer.join();
     EXPECT_EQ(got, total);
     EXPECT_EQ(bad, 0u);
-    EXPECT_GT(rt.ring().faults_injected().no_buffers, 5u);
+    EXPECT_GT(ringo_test::ring_of(rt).faults_injected().no_buffers, 5u);
     EXPECT_EQ(ring.lent(), 0u);
 }
 

@@ -97,7 +97,7 @@ private:
         log->cqes_.push_back({res, flags});
         if (!op::has_more(flags)) {
             log->finished_ = true;
-            log->rt_->op_finished();
+            ringo::op::raw::finished(*log->rt_);
         }
         if (log->waiter_ && (log->cqes_.size() >= log->want_ || log->finished_))
             log->rt_->schedule(std::exchange(log->waiter_, {}));

@@ -124,7 +124,7 @@ TEST(Options, FlagsInForceAreReadable) {
     EXPECT_TRUE(rt.setup_flags() & setup::single_issuer);
     EXPECT_TRUE(rt.ring_fd_registered());
     EXPECT_TRUE(rt.features() & ringo::uring::compat::feat::nodrop);
-    EXPECT_EQ(rt.ring().degradations(), 0u);
+    EXPECT_EQ(ringo_test::ring_of(rt).degradations(), 0u);
 }
 
 TEST(Options, RegisterRingFdOff) {
@@ -138,7 +138,7 @@ TEST(Options, DegradesDeferTaskrunToCoopTaskrun) {
     Runtime rt{RuntimeOptions{}.reject_setup_flags_for_testing(setup::defer_taskrun)};
     EXPECT_FALSE(rt.setup_flags() & setup::defer_taskrun);
     EXPECT_TRUE(rt.setup_flags() & setup::coop_taskrun);
-    EXPECT_EQ(rt.ring().degradations(), 1u);
+    EXPECT_EQ(ringo_test::ring_of(rt).degradations(), 1u);
     EXPECT_EQ(rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::nop(); }()), 0);
 }
 
@@ -146,7 +146,7 @@ TEST(Options, DegradesToNoTaskrunFlags) {
     RINGO_IO_URING_ONLY("io_uring setup flags");
     Runtime rt{RuntimeOptions{}.reject_setup_flags_for_testing(setup::defer_taskrun | setup::coop_taskrun)};
     EXPECT_FALSE(rt.setup_flags() & (setup::defer_taskrun | setup::coop_taskrun | setup::taskrun_flag));
-    EXPECT_EQ(rt.ring().degradations(), 2u);
+    EXPECT_EQ(ringo_test::ring_of(rt).degradations(), 2u);
     EXPECT_EQ(rt.block_on([]() -> ringo::Task<int> { co_return co_await ringo::op::nop(); }()), 0);
 }
 
@@ -239,7 +239,7 @@ TEST(Options, RingTooLargeForMemoryLimitsGivesSetupErrorNamingTheProblem) {
     }
     // The injected error, not the size, made it fail: the same ring sets up without it.
     Runtime ok{RuntimeOptions{}.sq_entries(32768).cq_entries(65536)};
-    EXPECT_EQ(ok.ring().sq_entries(), 32768u);
+    EXPECT_EQ(ringo_test::ring_of(ok).sq_entries(), 32768u);
     // With the engine left to choose (and not forced by RINGO_ENGINE), the refused ring gives
     // the epoll engine, and the reason.
     if (!ringo_test::on_epoll()) {

@@ -487,8 +487,8 @@ TEST(RuntimePool, PinnedThreadsAndPerRuntimeOptions) {
     if (CPU_COUNT(&set) >= 2) {
         EXPECT_NE(c0, c1);
     }
-    EXPECT_EQ(pool.runtime(0).ring().sq_entries(), 64u);
-    EXPECT_EQ(pool.runtime(1).ring().sq_entries(), 128u);
+    EXPECT_EQ(ringo_test::ring_of(pool.runtime(0)).sq_entries(), 64u);
+    EXPECT_EQ(ringo_test::ring_of(pool.runtime(1)).sq_entries(), 128u);
 }
 
 TEST(RuntimePool, SpawnFromInsideThePoolAndAwaitAcrossRuntimes) {

@@ -338,7 +338,7 @@ TEST(Runtime, CqOverflowIsBackPressureAndLosesNoCompletion) {
     // and deliver every completion exactly once.
     constexpr int n = 2000;
     Runtime rt{RuntimeOptions{}.sq_entries(16).cq_entries(16)};
-    ASSERT_EQ(rt.ring().cq_entries(), 16u);
+    ASSERT_EQ(ringo_test::ring_of(rt).cq_entries(), 16u);
     auto before = rt.stats();
     std::vector<int> results(n, 1);
     int joined = rt.block_on([](std::vector<int>& res) -> Task<int> {
@@ -361,7 +361,7 @@ TEST(Runtime, CqOverflowIsBackPressureAndLosesNoCompletion) {
     EXPECT_EQ(after.sqes_submitted - before.sqes_submitted, static_cast<std::uint64_t>(n));
     EXPECT_EQ(after.cqes - before.cqes, static_cast<std::uint64_t>(n)); // none lost, none twice
     EXPECT_EQ(after.ops_in_flight, 0u);
-    EXPECT_FALSE(rt.ring().cq_overflowed());
+    EXPECT_FALSE(ringo_test::ring_of(rt).cq_overflowed());
 }
 
 // A turn keeps its count when the queue grows just as it ends, its front at slot 0 (the turn

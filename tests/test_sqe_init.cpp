@@ -92,7 +92,7 @@ TEST(SqeInit, StaleBytesInTheSlotDoNotReachTheKernel) {
     int file = ::mkstemp(tmpl);
     ASSERT_GE(file, 0);
     ::unlink(tmpl);
-    auto dirty = [&] { dirty_every_slot(rt.ring(), 0xff); };
+    auto dirty = [&] { dirty_every_slot(ringo_test::ring_of(rt), 0xff); };
     rt.block_on([&]() -> Task<void> {
         char buf[16] = {};
         for (int round = 0; round < 6; ++round) { // several turns around the 4-entry SQ
@@ -147,7 +147,7 @@ TEST(SqeInit, PoisonMakesAFieldNoCodeSetsFail) {
     } log;
     log.fn = [](ringo::detail::Completion* c, int res, std::uint32_t) {
         static_cast<Log*>(c)->res.push_back(res);
-        ringo::Runtime::current()->op_finished();
+        ringo::op::raw::finished(*ringo::Runtime::current());
     };
     char buf[8];
     rt.block_on([&]() -> Task<void> {

@@ -37,7 +37,7 @@ public:
         // The frame and the run queue's room first: when memory runs out (std::bad_alloc),
         // nothing is counted, so join() does not wait for a task that never started.
         Task<void> branch = run(s_, s_->next_index, std::move(t));
-        detail::RuntimeAccess::reserve_ready(*s_->g.rt, 1);
+        detail::RuntimeAccess::scheduler(*s_->g.rt).reserve(1);
         ++s_->next_index;
         ++s_->refs;
         ++s_->g.remaining;

@@ -124,7 +124,7 @@ Task<timeout_result_t<A>> await_with_deadline(A a, std::chrono::nanoseconds d, W
         if (now)
             detail::cancel(branch);
         else
-            detail::RuntimeAccess::add_timer(*rt, timer);
+            detail::RuntimeAccess::scheduler(*rt).add_timer(timer);
     }
     std::exception_ptr exc;
     std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
@@ -140,7 +140,7 @@ Task<timeout_result_t<A>> await_with_deadline(A a, std::chrono::nanoseconds d, W
     }
     bool expired = timer.fired || now;
     if (rt)
-        detail::RuntimeAccess::remove_timer(*rt, timer);
+        detail::RuntimeAccess::scheduler(*rt).remove_timer(timer);
     co_await detail::LeaveBranch{&branch, outer};
     if (exc)
         std::rethrow_exception(exc);
@@ -246,7 +246,7 @@ inline void detail::DeadlineTimer::on_fire(TimerEntry* t) noexcept {
         std::uint64_t next = dog->deadline();
         if (next > d->deadline && next > now_ns()) { // fed since: wait for the new deadline
             d->deadline = next;
-            RuntimeAccess::add_timer(*d->rt, *d); // just removed from the heap: no allocation
+            RuntimeAccess::scheduler(*d->rt).add_timer(*d); // just removed from the heap: no allocation
             return;
         }
         dog->expired_ = true;

@@ -77,7 +77,7 @@ Task<void> run_branch(BranchGroup& g, std::size_t idx, Task<T> t, std::optional<
 }
 
 /// Starts `t` on the current runtime as a branch of `g`: detached, cancelled with `g.ctx`.
-/// Room for it in the run queue must have been reserved (RuntimeAccess::reserve_ready): from
+/// Room for it in the run queue must have been reserved (Scheduler::reserve): from
 /// here on nothing allocates, so a branch is never half started.
 inline void start_branch(BranchGroup& g, Task<void> t) noexcept {
     auto h = t.release();
@@ -86,7 +86,7 @@ inline void start_branch(BranchGroup& g, Task<void> t) noexcept {
     p.become_spawned(rt, h.address(), /*task_root=*/false); // cancelled with its group
     p.own_ctx_.link_under(g.ctx);
     p.join_.store(join_detached, std::memory_order_relaxed);
-    detail::RuntimeAccess::register_task(rt, p);
+    detail::RuntimeAccess::registry(rt).register_task(p);
     rt.schedule(h);
 }
 
@@ -138,7 +138,7 @@ void start_branches(BranchGroup& g, std::tuple<std::optional<branch_value_t<Ts>>
         return std::array<Task<void>, sizeof...(Ts)>{run_branch(g, I, std::move(tasks), &std::get<I>(out))...};
     }
     (std::index_sequence_for<Ts...>{});
-    RuntimeAccess::reserve_ready(*g.rt, branches.size());
+    RuntimeAccess::scheduler(*g.rt).reserve(branches.size());
     g.remaining = branches.size();
     for (Task<void>& b : branches)
         start_branch(g, std::move(b));
@@ -152,7 +152,7 @@ void start_branches(BranchGroup& g, std::vector<std::optional<branch_value_t<T>>
     branches.reserve(tasks.size());
     for (std::size_t i = 0; i < tasks.size(); ++i)
         branches.push_back(run_branch(g, i, std::move(tasks[i]), &out[i]));
-    RuntimeAccess::reserve_ready(*g.rt, branches.size());
+    RuntimeAccess::scheduler(*g.rt).reserve(branches.size());
     g.remaining = branches.size();
     for (Task<void>& b : branches)
         start_branch(g, std::move(b));

@@ -67,9 +67,9 @@ struct ThreadJoinWaiter : JoinWaiter {
     if (!w.rt) // a coroutine outside any runtime: its wake-up is a resumption on the task's thread
         return;
     w.join = &join;
-    RuntimeAccess::link_join_waiter(*w.rt, w);
+    RuntimeAccess::registry(*w.rt).link_join_waiter(w);
 }
-inline void unlink_join_waiter(JoinWaiter& w) noexcept { RuntimeAccess::unlink_join_waiter(*w.rt, w); }
+inline void unlink_join_waiter(JoinWaiter& w) noexcept { RuntimeAccess::registry(*w.rt).unlink_join_waiter(w); }
 /// A linked waiter that was woken (owner thread): when the task ended on another runtime,
 /// waits until that end let go of it (a task that moved here ended on this thread); unlinks it.
 [[gnu::cold, gnu::noinline]] inline void finish_linked_wait(JoinWaiter& w, PromiseBase& task) noexcept {
@@ -289,7 +289,7 @@ std::coroutine_handle<Promise<T>> take_for_spawn(Runtime& rt, Task<T>& task) {
 /// Starts a task taken by take_for_spawn on `rt`, the runtime of this thread.
 template <class T>
 JoinHandle<T> start_here(Runtime& rt, std::coroutine_handle<Promise<T>> h) {
-    RuntimeAccess::register_task(rt, h.promise());
+    RuntimeAccess::registry(rt).register_task(h.promise());
     rt.schedule(h);
     return JoinHandle<T>{h};
 }

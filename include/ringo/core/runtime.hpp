@@ -18,9 +18,9 @@
 
 #include <ringo/core/detail/completion.hpp>
 #include <ringo/core/detail/inbox.hpp>
-#include <ringo/core/detail/run_queue.hpp>
-#include <ringo/core/detail/task_list.hpp>
-#include <ringo/core/detail/timer_heap.hpp>
+#include <ringo/core/detail/io_engine.hpp>
+#include <ringo/core/detail/scheduler.hpp>
+#include <ringo/core/detail/task_registry.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/uring/ring.hpp>
@@ -35,37 +35,7 @@ extern constinit thread_local Runtime* t_current;
 /// A coroutine that has ended (done() is true); it lives as long as the process.
 std::coroutine_handle<> finished_coroutine();
 
-/// A runtime's reference to its ExceptionSink (created with the runtime, released with it).
-class ExceptionSinkRef {
-public:
-    explicit ExceptionSinkRef(void (*handler)(std::exception_ptr)) : p_(new ExceptionSink(handler)) {}
-    ~ExceptionSinkRef() { p_->release(); }
-    ExceptionSinkRef(const ExceptionSinkRef&) = delete;
-    ExceptionSinkRef& operator=(const ExceptionSinkRef&) = delete;
-    ExceptionSink& operator*() const noexcept { return *p_; }
-    ExceptionSink* operator->() const noexcept { return p_; }
-
-private:
-    ExceptionSink* p_;
-};
-
-/// Shared by the runtimes of one RuntimePool (core/runtime_pool.hpp): the number of tasks alive on
-/// them (counted when spawned or posted, uncounted when they end), and the condition the
-/// pool waits on until it drops to zero.
-struct PoolLink {
-    std::atomic<std::int64_t> live{0};
-    std::mutex m;
-    std::condition_variable idle;
-    void task_started() noexcept { live.fetch_add(1, std::memory_order_seq_cst); }
-    void task_ended() noexcept {
-        if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard lk(m);
-            idle.notify_all();
-        }
-    }
-};
-
-/// For code that cannot throw, in a catch block around Runtime::get_sqe (or a call that
+/// For code that cannot throw, in a catch block around IoEngine::get_sqe (or a call that
 /// reaches it): the negative errno to report instead. A std::system_error (io_uring_enter
 /// failed while the SQ was full) gives its own code, anything else -ENOMEM.
 inline int sqe_failure_result() noexcept {
@@ -132,64 +102,32 @@ public:
     static Runtime* current() noexcept { return detail::t_current; }
 
     /// Queues a suspended coroutine to be resumed by this runtime. Same thread only.
-    void schedule(std::coroutine_handle<> h) { ready_.push(h); }
+    void schedule(std::coroutine_handle<> h) { sched_.ready.push(h); }
     /// Queues a suspended coroutine from any thread; wakes the runtime if it sleeps.
     void post(std::coroutine_handle<> h);
 
-    /// A free SQE; when the SQ is full it first submits what is gathered. Never null.
-    io_uring_sqe* get_sqe() {
-        io_uring_sqe* s = ring_.get_sqe();
-        if (!s) [[unlikely]]
-            s = get_sqe_slow();
-        return s;
-    }
-    /// Makes room for `n` SQEs (n <= SQ size), submitting what is gathered if needed, so a
-    /// group of SQEs prepared next goes to the kernel in one submission.
-    void reserve_sqes(unsigned n) {
-        while (ring_.sq_space() < n)
-            [[unlikely]] make_sq_room();
-    }
-    /// Book-keeping for an awaited operation whose SQE was just prepared (see start_op).
-    void op_started() noexcept { ++in_flight_; }
-    /// Book-keeping for an operation completed through a detail::Completion.
-    void op_finished() noexcept { --in_flight_; }
-    /// Submits IORING_OP_ASYNC_CANCEL for the operation whose SQE carried `user_data`, tag
-    /// bits included (owner thread). The operation's own CQE still arrives and resumes its
-    /// awaiter.
-    void cancel_op(std::uint64_t user_data) noexcept {
-        try {
-            io_uring_sqe* sqe = get_sqe();
-            io_uring_prep_cancel64(sqe, user_data, 0);
-            sqe->user_data = 0;
-        } catch (...) {
-            // The SQ could not take the cancel (the ring failed): the operation completes
-            // on its own.
-        }
-    }
-    /// cancel_op for a plain awaited operation (its user_data is its OpState's address).
-    void cancel_op(const detail::OpState* op) noexcept { cancel_op(reinterpret_cast<std::uint64_t>(op)); }
-
     /// True if the kernel supports `opcode` (the probe read at setup).
-    [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ring_.probe().supports(opcode); }
-    uring::Probe& probe() noexcept { return ring_.probe(); }
-    const uring::Probe& probe() const noexcept { return ring_.probe(); }
+    [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return engine_.ring.probe().supports(opcode); }
+    /// The probe itself: set_supported(opcode, false) hides an operation from every path that
+    /// submits (tests of fallbacks, a kernel bug to avoid).
+    uring::Probe& probe() noexcept { return engine_.ring.probe(); }
+    const uring::Probe& probe() const noexcept { return engine_.ring.probe(); }
 
     /// The engine serving this runtime: Engine::io_uring or Engine::epoll (never automatic).
-    [[nodiscard]] Engine engine() const noexcept { return ring_.engine(); }
+    [[nodiscard]] Engine engine() const noexcept { return engine_.ring.engine(); }
     /// On the epoll engine, why io_uring is not in use: the errno io_uring_setup failed with
     /// (EPERM under a container's seccomp profile or kernel.io_uring_disabled, ENOMEM under a
     /// small memlock limit, ENOSYS without io_uring; 0 when epoll was asked for) and a sentence
     /// saying so. 0 and an empty sentence on io_uring.
-    [[nodiscard]] int io_uring_refusal() const noexcept { return ring_.io_uring_refusal(); }
-    [[nodiscard]] const std::string& engine_reason() const noexcept { return ring_.io_uring_refusal_reason(); }
+    [[nodiscard]] int io_uring_refusal() const noexcept { return engine_.ring.io_uring_refusal(); }
+    [[nodiscard]] const std::string& engine_reason() const noexcept { return engine_.ring.io_uring_refusal_reason(); }
 
     /// IORING_SETUP_* flags in force after any degradation (0 on the epoll engine).
-    [[nodiscard]] std::uint32_t setup_flags() const noexcept { return ring_.setup_flags(); }
-    [[nodiscard]] std::uint32_t features() const noexcept { return ring_.features(); }
-    [[nodiscard]] bool ring_fd_registered() const noexcept { return ring_.ring_fd_registered(); }
-    [[nodiscard]] int ring_fd() const noexcept { return ring_.fd(); }
+    [[nodiscard]] std::uint32_t setup_flags() const noexcept { return engine_.ring.setup_flags(); }
+    [[nodiscard]] std::uint32_t features() const noexcept { return engine_.ring.features(); }
+    [[nodiscard]] bool ring_fd_registered() const noexcept { return engine_.ring.ring_fd_registered(); }
+    [[nodiscard]] int ring_fd() const noexcept { return engine_.ring.fd(); }
     [[nodiscard]] RuntimeStats stats() const noexcept;
-    uring::Ring& ring() noexcept { return ring_; }
     [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
     /// True on the thread that created this runtime: the only one that may drive it, submit
     /// to its ring or register resources with it (the ring is SINGLE_ISSUER by default).
@@ -205,21 +143,24 @@ public:
     /// one batch (latency accounting) without a clock read each; it lags the real clock by
     /// what the turn has run so far, so deadlines (sleep_for, with_timeout) do not use it.
     [[nodiscard]] std::uint64_t loop_now_ns() noexcept {
-        if (loop_now_ == 0) [[unlikely]]
-            loop_now_ = detail::now_ns();
-        return loop_now_;
+        if (sched_.loop_now == 0) [[unlikely]]
+            sched_.loop_now = detail::now_ns();
+        return sched_.loop_now;
     }
 
-    [[nodiscard]] std::size_t timers_pending() const noexcept { return timers_.size(); }
+    [[nodiscard]] std::size_t timers_pending() const noexcept { return sched_.timers.size(); }
 
     /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the
     /// thread: a MSG_RING wake-up queued for another runtime then leaves at once.
     void flush_submissions() noexcept;
 
 private:
-    // Entry points for ringo's own layers (operations, combinators, sync, the pool), which
-    // reach them through detail::RuntimeAccess: nothing here is for users to call.
+    // ringo's own layers (operations, combinators, sync, the pool) reach the parts below and
+    // the few entry points that need the whole runtime through detail::RuntimeAccess:
+    // nothing here is for users to call.
     friend struct detail::RuntimeAccess;
+    friend class detail::IoEngine; // its make_sq_room reaps through route
+    friend class detail::Inbox;
     /// Makes `rt` (or no runtime, when null) the one running on this thread: t_current and
     /// its run queue, t_ready.
     static void make_current(Runtime* rt) noexcept;
@@ -231,77 +172,42 @@ private:
         CurrentFor& operator=(const CurrentFor&) = delete;
         Runtime* prev;
     };
-    /// Hands a freshly spawned task to this runtime from any thread.
+
+    // What other threads hand this runtime (through its inbox), from any thread.
+    /// A freshly spawned task.
     void post_spawn(detail::PromiseBase& p, std::coroutine_handle<> h);
-    void ops_started(std::uint32_t n) noexcept { in_flight_ += n; }
-    /// Arms a user-space timer (owner thread). Its `fire` runs from the loop once the
-    /// deadline has passed.
-    void add_timer(detail::TimerEntry& t) { timers_.push(&t); }
-    /// Disarms a timer that has not fired; no effect on one that is not armed.
-    void remove_timer(detail::TimerEntry& t) noexcept {
-        if (t.armed())
-            timers_.remove(&t);
-    }
-    /// Asks for the cancellation of a task owned by this runtime, from any thread. The
-    /// caller must keep the task alive (hold its JoinHandle) until this returns.
-    void request_cancel(detail::PromiseBase& p);
-
-    // The spawned-task registry and counters.
-    void register_task(detail::PromiseBase& p) noexcept {
-        ++tasks_spawned_;
-        if (pool_) [[unlikely]]
-            pool_->task_started();
-        tasks_.link(p);
-    }
-    void link_task(detail::PromiseBase& p) noexcept { tasks_.link(p); }
-    /// Takes `p` off the list of live tasks (TaskList::unlink).
-    void unregister_task(detail::PromiseBase& p) noexcept { tasks_.unlink(p); }
-    void count_spawn() noexcept { ++tasks_spawned_; }
-    /// A coroutine woken on this thread (a joiner whose task ended) takes its turn behind the
-    /// tasks already ready, as a wake-up does in Tokio or Monoio, instead of jumping ahead
-    /// of them: queued when others are ready (true), left to the caller to resume at once
-    /// when none is (false; no queue round trip), or when the queue would have to grow.
-    [[nodiscard]] bool queue_behind_ready(std::coroutine_handle<> h) noexcept {
-        return !ready_.empty() && ready_.try_push(h);
-    }
-
-    // For RuntimePool and switch_to (core/runtime_pool.hpp, src/runtime_pool.cpp).
-    /// The pool this runtime belongs to (set before it runs), or null.
-    void set_pool_link(detail::PoolLink* l) noexcept { pool_ = l; }
-    [[nodiscard]] detail::PoolLink* pool_link() const noexcept { return pool_; }
-    /// Receives task `p` (already unregistered from its previous runtime, p.owner_ already
-    /// this runtime) whose coroutine `h` resumes here. Any thread.
-    void post_migration(detail::PromiseBase& p, std::coroutine_handle<> h);
     /// post_spawn for a task the caller has already counted in the pool's live tasks.
     void post_spawn_counted(detail::PromiseBase& p, std::coroutine_handle<> h);
-    /// Called when an IOSQE_IO_DRAIN operation is prepared on this ring (compose drain()):
-    /// a drained SQE holds back every later one until all earlier operations complete, so
-    /// from then on this runtime wakes other runtimes by system call, not by MSG_RING SQE.
-    void note_drain_used() noexcept { inbox_.note_drain_used(); }
-    /// Cancels every task registered here (owner thread).
-    void cancel_all_tasks() noexcept;
-    /// Asks this runtime, from any thread, to cancel every task registered here.
+    /// Task `p` (already unregistered from its previous runtime, p.owner_ already this
+    /// runtime) whose coroutine `h` resumes here (switch_to).
+    void post_migration(detail::PromiseBase& p, std::coroutine_handle<> h);
+    /// Asks for the cancellation of a task owned by this runtime. The caller must keep the
+    /// task alive (hold its JoinHandle) until this returns.
+    void request_cancel(detail::PromiseBase& p);
+    /// Asks this runtime to cancel every task registered here.
     void request_cancel_all();
     /// Submits the MSG_RING wake-ups this runtime queued for others and waits until those
     /// that post a CQE here have (owner thread, outside the loop); a pool calls it before
     /// any runtime of the pool is destroyed.
     void finish_outgoing_wakes() noexcept;
-    /// Where exceptions of this runtime's detached tasks are reported (see ExceptionSink).
-    detail::ExceptionSink& exception_sink() noexcept { return *exc_sink_; }
+    /// Called when an IOSQE_IO_DRAIN operation is prepared on this ring (compose drain()):
+    /// a drained SQE holds back every later one until all earlier operations complete, so
+    /// from then on this runtime wakes other runtimes by system call, not by MSG_RING SQE.
+    void note_drain_used() noexcept { inbox_.note_drain_used(); }
 
-    // Coroutines of this runtime waiting for tasks of other runtimes (detail::JoinWaiter):
-    // shutdown withdraws them before this runtime goes.
-    void link_join_waiter(detail::JoinWaiter& w) noexcept;
-    void unlink_join_waiter(detail::JoinWaiter& w) noexcept;
+    /// Cancels every task registered here (owner thread).
+    void cancel_all_tasks() noexcept;
     void withdraw_join_waiters() noexcept;
 
+    // The loop.
     void run(std::coroutine_handle<> root);
     void run_ready();
     void step_with_work_or_timers();
     [[gnu::always_inline]] void reap() {
-        loop_now_ = 0; // a new turn: loop_now_ns() reads the clock again
-        cqes_ += ring_.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
-        if (ring_.cq_overflowed()) [[unlikely]]
+        sched_.loop_now = 0; // a new turn: loop_now_ns() reads the clock again
+        engine_.cqes +=
+            engine_.ring.reap([this](std::uint64_t ud, int res, std::uint32_t fl) { dispatch(ud, res, fl); });
+        if (engine_.ring.cq_overflowed()) [[unlikely]]
             reap_overflow();
     }
     void reap_overflow();
@@ -320,7 +226,7 @@ private:
             auto* op = reinterpret_cast<detail::OpState*>(ud);
             if (!op) [[unlikely]] // ringo's own requests that need no answer (shutdown's cancel)
                 return;
-            --in_flight_;
+            --engine_.in_flight;
             op->res = res;
             op->cqe_flags = flags;
             resume(op->h);
@@ -330,11 +236,11 @@ private:
             op->cqe_flags = flags;
             if (op->again(op, *this)) // its next SQE is prepared: still in flight
                 return;
-            --in_flight_;
+            --engine_.in_flight;
             resume(op->h);
         } else if (tag == detail::tag_group_member) {
             auto* op = reinterpret_cast<detail::OpState*>(ud & ~detail::tag_mask);
-            --in_flight_;
+            --engine_.in_flight;
             op->res = res;
             op->cqe_flags = flags;
             auto* g = static_cast<detail::GroupHead*>(op->h.address());
@@ -349,10 +255,10 @@ private:
     struct ResumeInline {
         Runtime* rt;
         void operator()(std::coroutine_handle<> h) const {
-            ++rt->resumptions_;
+            ++rt->sched_.resumptions;
             h.resume();
         }
-        void queue(std::coroutine_handle<> h) const { rt->ready_.push(h); }
+        void queue(std::coroutine_handle<> h) const { rt->sched_.ready.push(h); }
     };
     /// Starts the awaited operation `op`, whose SQE its coroutine has just prepared: true
     /// when the coroutine is to suspend until the CQE, false when the operation has already
@@ -369,27 +275,28 @@ private:
     /// `ud` is the user_data of the operation's SQE: `op`'s address, with tag_repeat for a
     /// detail::RepeatOp.
     [[gnu::always_inline]] bool start_op(detail::OpState* op, std::uint64_t ud) {
-        if (in_flight_ != 0 || !ready_.empty() || !timers_.empty() || root_.done()) [[unlikely]]
+        if (engine_.in_flight != 0 || !sched_.ready.empty() || !sched_.timers.empty() || root_.done()) [[unlikely]]
             return start_op_and_suspend();
         // CQEs no in-flight operation accounts for (a cross-thread wake-up or message, the
         // CQE of an unawaited close) may already wait in the CQ: they end the wait at once
         // and are found below, so they need no check here.
-        const unsigned head = ring_.cq_head();
-        if (ring_.submit(1, true) < 0) [[unlikely]]
+        uring::Ring& ring = engine_.ring;
+        const unsigned head = ring.cq_head();
+        if (ring.submit(1, true) < 0) [[unlikely]]
             return start_op_and_suspend(); // the loop submits again and reports the error
-        loop_now_ = 0;                     // a new turn: loop_now_ns() reads the clock again
+        sched_.loop_now = 0;               // a new turn: loop_now_ns() reads the clock again
         // Nobody else reaps this CQ meanwhile: `head` is still its head.
-        const io_uring_cqe* cqe = ring_.cqe_at(head);
-        if (ring_.cq_tail() - head != 1 || cqe->user_data != ud) [[unlikely]]
+        const io_uring_cqe* cqe = ring.cqe_at(head);
+        if (ring.cq_tail() - head != 1 || cqe->user_data != ud) [[unlikely]]
             return start_op_and_suspend(); // the loop routes the CQEs, this one among them
         op->res = cqe->res;
         op->cqe_flags = cqe->flags;
-        ring_.pop_cqe(head);
-        ++completed_alone_;
+        ring.pop_cqe(head);
+        ++engine_.completed_alone;
         return false;
     }
     bool start_op_and_suspend() noexcept {
-        ++in_flight_;
+        ++engine_.in_flight;
         return true;
     }
     /// Elsewhere (making room in a full SQ, shutdown): everything is queued, or dropped while
@@ -398,15 +305,13 @@ private:
         Runtime* rt;
         void operator()(std::coroutine_handle<> h) const {
             if (!rt->discard_)
-                rt->ready_.push(h);
+                rt->sched_.ready.push(h);
         }
         void queue(std::coroutine_handle<> h) const { (*this)(h); }
     };
     [[gnu::always_inline]] void dispatch(std::uint64_t ud, int res, std::uint32_t flags) {
         route(ud, res, flags, ResumeInline{this});
     }
-    io_uring_sqe* get_sqe_slow();
-    void make_sq_room();
     // An SQE whose completion nobody awaits (user_data 0: its CQE is dropped), for a release
     // that cannot wait, such as a destructor closing a descriptor; null while shutting down
     // (then do it synchronously). The loop submits it with the next batch, and block_on
@@ -414,13 +319,13 @@ private:
     io_uring_sqe* unawaited_sqe() {
         if (discard_) [[unlikely]]
             return nullptr;
-        io_uring_sqe* s = get_sqe();
+        io_uring_sqe* s = engine_.get_sqe();
         s->user_data = 0;
-        unawaited_queued_ = true;
+        engine_.unawaited_queued = true;
         return s;
     }
     void submit_or_throw(unsigned wait_nr, bool get_events) {
-        int r = ring_.submit(wait_nr, get_events);
+        int r = engine_.ring.submit(wait_nr, get_events);
         if (r < 0) [[unlikely]]
             handle_submit_error(r);
     }
@@ -429,38 +334,22 @@ private:
     void fire_timers(std::uint64_t now);
     void wait_for_events();
 
-    uring::Ring ring_;
+    // The three parts: the engine (the ring and the operations in flight on it), the
+    // scheduler (run queue, timers, turn length), the task registry (tasks, joiners elsewhere,
+    // the exception sink, the pool link). The loop above ties them together.
+    detail::IoEngine engine_;
+    detail::Scheduler sched_;
+    detail::TaskRegistry registry_;
     RuntimeOptions opts_;
-    detail::RunQueue ready_;
-    std::uint32_t in_flight_ = 0;
-    unsigned flush_interval_;
-    std::uint64_t loop_now_ = 0; // loop_now_ns() of this turn, 0: not read yet
     bool running_ = false;
     // The task run() drives; outside run(), a coroutine that has ended (start_op then
     // never waits in the kernel).
     std::coroutine_handle<> root_ = detail::finished_coroutine();
     bool discard_ = false;
-    bool unawaited_queued_ = false; // unawaited_sqe was used: block_on submits before it returns
-    bool wants_events_;             // completions need an enter with GETEVENTS (DEFER_TASKRUN, IOPOLL)
     std::thread::id owner_thread_;
-    std::uint64_t resumptions_ = 0;
-    std::uint64_t cqes_ = 0;
-    std::uint64_t completed_alone_ = 0; // CQEs start_op took itself (also counted in stats().cqes)
-    std::uint64_t tasks_spawned_ = 0;
-    detail::ExceptionSinkRef exc_sink_;
-    std::uint64_t backpressure_ = 0;
-    detail::TaskList tasks_;                     // live spawned tasks
-    detail::JoinWaiter* join_waiters_ = nullptr; // linked JoinWaiters of this runtime's coroutines
-    detail::TimerHeap timers_;
 
     // What other threads post here, and how they wake this runtime.
-    friend class detail::Inbox;
     detail::Inbox inbox_{*this};
-
-    // Pool membership (RuntimePool).
-    detail::PoolLink* pool_ = nullptr;
-    std::atomic<bool> cancel_all_{false};
-    std::uint64_t migrated_in_ = 0;
 
     // False from the start of shutdown on; shared with what may outlive this runtime and must
     // then leave it alone (a FixedFd in a frame destroyed after the runtime, by its handle).
@@ -470,41 +359,32 @@ private:
 namespace detail {
 
 /// The internal entry points of a Runtime, for ringo's own layers (operations, combinators,
-/// sync, the pool). Users never need it: what is theirs to call is public on Runtime.
+/// sync, the pool): its three parts, and what needs the whole runtime (the inbox of other
+/// threads, the loop's shortcut for an operation). Users never need it: what is theirs to
+/// call is public on Runtime.
 struct RuntimeAccess {
-    static void post_spawn(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) { rt.post_spawn(p, h); }
-    static void post_spawn_counted(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) {
-        rt.post_spawn_counted(p, h);
-    }
-    static void post_migration(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) { rt.post_migration(p, h); }
-    static void ops_started(Runtime& rt, std::uint32_t n) noexcept { rt.ops_started(n); }
-    static void add_timer(Runtime& rt, TimerEntry& t) { rt.add_timer(t); }
-    static void remove_timer(Runtime& rt, TimerEntry& t) noexcept { rt.remove_timer(t); }
-    static void request_cancel(Runtime& rt, PromiseBase& p) { rt.request_cancel(p); }
-    static void register_task(Runtime& rt, PromiseBase& p) noexcept { rt.register_task(p); }
-    static void link_task(Runtime& rt, PromiseBase& p) noexcept { rt.link_task(p); }
-    static void unregister_task(Runtime& rt, PromiseBase& p) noexcept { rt.unregister_task(p); }
-    static void count_spawn(Runtime& rt) noexcept { rt.count_spawn(); }
-    /// Room in the run queue for `n` more coroutines (std::bad_alloc here, not in schedule()).
-    static void reserve_ready(Runtime& rt, std::size_t n) { rt.ready_.reserve(n); }
-    static bool queue_behind_ready(Runtime& rt, std::coroutine_handle<> h) noexcept { return rt.queue_behind_ready(h); }
+    static IoEngine& engine(Runtime& rt) noexcept { return rt.engine_; }
+    static Scheduler& scheduler(Runtime& rt) noexcept { return rt.sched_; }
+    static TaskRegistry& registry(Runtime& rt) noexcept { return rt.registry_; }
+
     [[gnu::always_inline]] static bool start_op(Runtime& rt, OpState* op) {
         return rt.start_op(op, reinterpret_cast<std::uint64_t>(op));
     }
     [[gnu::always_inline]] static bool start_op(Runtime& rt, RepeatOp* op, std::uint64_t ud) {
         return rt.start_op(op, ud);
     }
-    static void set_pool_link(Runtime& rt, PoolLink* l) noexcept { rt.set_pool_link(l); }
-    static PoolLink* pool_link(const Runtime& rt) noexcept { return rt.pool_link(); }
-    static void note_drain_used(Runtime& rt) noexcept { rt.note_drain_used(); }
+    static io_uring_sqe* unawaited_sqe(Runtime& rt) { return rt.unawaited_sqe(); }
+    static void post_spawn(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) { rt.post_spawn(p, h); }
+    static void post_spawn_counted(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) {
+        rt.post_spawn_counted(p, h);
+    }
+    static void post_migration(Runtime& rt, PromiseBase& p, std::coroutine_handle<> h) { rt.post_migration(p, h); }
+    static void request_cancel(Runtime& rt, PromiseBase& p) { rt.request_cancel(p); }
     static void request_cancel_all(Runtime& rt) { rt.request_cancel_all(); }
     static void finish_outgoing_wakes(Runtime& rt) noexcept { rt.finish_outgoing_wakes(); }
-    static ExceptionSink& exception_sink(Runtime& rt) noexcept { return rt.exception_sink(); }
-    static io_uring_sqe* unawaited_sqe(Runtime& rt) { return rt.unawaited_sqe(); }
+    static void note_drain_used(Runtime& rt) noexcept { rt.note_drain_used(); }
     /// A flag that stays readable after `rt` is gone: true until its shutdown begins.
     static std::shared_ptr<const std::atomic<bool>> liveness(const Runtime& rt) { return rt.alive_; }
-    static void link_join_waiter(Runtime& rt, JoinWaiter& w) noexcept { rt.link_join_waiter(w); }
-    static void unlink_join_waiter(Runtime& rt, JoinWaiter& w) noexcept { rt.unlink_join_waiter(w); }
 };
 
 } // namespace detail

@@ -115,8 +115,8 @@ public:
         try {
             if (detail::t_current == &rt) {
                 rt.schedule(h);
-                detail::RuntimeAccess::count_spawn(rt);
-                detail::RuntimeAccess::link_task(rt, p);
+                detail::RuntimeAccess::registry(rt).count_spawn();
+                detail::RuntimeAccess::registry(rt).link_task(p);
             } else {
                 detail::RuntimeAccess::post_spawn_counted(rt, p, h);
             }

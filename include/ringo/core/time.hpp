@@ -37,7 +37,7 @@ public:
             return false; // already due: res_ stays 0
         h_ = h;
         timer_.self = this; // the awaiter may have been copied or moved since it was made
-        detail::RuntimeAccess::add_timer(*rt_, timer_);
+        detail::RuntimeAccess::scheduler(*rt_).add_timer(timer_);
         if (ctx_)
             ctx_->waiting = this;
         return true;
@@ -63,7 +63,7 @@ private:
         auto* s = static_cast<SleepAwaiter*>(w);
         if (!s->timer_.armed())
             return; // fired already; it is queued to resume
-        detail::RuntimeAccess::remove_timer(*s->rt_, s->timer_);
+        detail::RuntimeAccess::scheduler(*s->rt_).remove_timer(s->timer_);
         s->res_ = -ECANCELED;
         s->rt_->schedule(s->h_);
     }

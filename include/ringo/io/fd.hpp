@@ -21,8 +21,8 @@ namespace ringo {
 inline void close_soon(int fd) noexcept {
     if (fd < 0)
         return;
-    if (Runtime* rt = Runtime::current(); rt && rt->supports(uring::compat::opcode::close) &&
-                                          !(rt->ring().setup_flags() & uring::compat::setup::sqpoll)) {
+    if (Runtime* rt = Runtime::current();
+        rt && rt->supports(uring::compat::opcode::close) && !(rt->setup_flags() & uring::compat::setup::sqpoll)) {
         try {
             if (io_uring_sqe* s = detail::RuntimeAccess::unawaited_sqe(*rt)) {
                 io_uring_prep_close(s, fd);

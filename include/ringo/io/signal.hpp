@@ -301,7 +301,7 @@ private:
         if (s->reading) {
             s->orphan = true; // the reader frees it
             if (s->in_flight && s->rt && s->rt == Runtime::current())
-                s->rt->cancel_op(s->in_flight);
+                ringo::detail::RuntimeAccess::engine(*s->rt).cancel_op(s->in_flight);
             return;
         }
         delete s;

@@ -160,7 +160,7 @@ public:
         detail::CancelCtx* ctx = detail::ctx_of_or_dummy(h);
         if (!rt || !supported(rt) || (ctx->cancelled && !detail::ReleaseOperation<Derived>)) [[unlikely]]
             return refuse(rt, ctx);
-        io_uring_sqe* sqe = rt->get_sqe();
+        io_uring_sqe* sqe = ringo::detail::RuntimeAccess::engine(*rt).get_sqe();
         static_cast<Derived*>(this)->prepare(sqe);
         this->apply_sqe_flags(sqe);
         sqe->user_data = reinterpret_cast<std::uint64_t>(static_cast<detail::OpState*>(this));
@@ -208,7 +208,7 @@ private:
     // own CQE (-ECANCELED, or its result if it finished first) then resumes the task.
     static void cancel_self(detail::Waitable* self) noexcept {
         if (Runtime* rt = detail::t_current)
-            rt->cancel_op(static_cast<detail::OpState*>(self));
+            ringo::detail::RuntimeAccess::engine(*rt).cancel_op(static_cast<detail::OpState*>(self));
     }
     detail::CancelCtx* ctx_; // set by await_suspend (never null after it)
 };

@@ -3,7 +3,7 @@
 // A multishot operation posts many CQEs with one user_data (IORING_CQE_F_MORE on every one
 // but the last), so it cannot be a plain awaitable that resumes once. These helpers fill an
 // SQE; queue it with op::raw::queue(rt, completion, prep), whose detail::Completion then
-// sees every CQE (op::has_more tells the last one apart) and calls rt.op_finished() at the
+// sees every CQE (op::has_more tells the last one apart) and calls op::raw::finished(rt) at the
 // last. op::async_cancel(raw::completion_user_data(c)) ends any of them (final CQE
 // -ECANCELED); so do poll_remove and timeout_remove for their kinds. An error ends the
 // operation at once: its only CQE carries -errno without IORING_CQE_F_MORE. Most of them are

@@ -17,6 +17,10 @@ namespace ringo::op::raw {
     return reinterpret_cast<std::uint64_t>(&c) | ringo::detail::tag_completion;
 }
 
+/// Tells runtime `rt` (owner thread) that an operation queued with raw::queue has produced
+/// its last CQE (the one without IORING_CQE_F_MORE): it no longer counts as in flight.
+inline void finished(Runtime& rt) noexcept { ringo::detail::RuntimeAccess::engine(rt).op_finished(); }
+
 /// Queues one SQE on runtime `rt` (owner thread) for an operation that is not a plain
 /// awaitable (multishot operations, operations with several CQEs): `prep(io_uring_sqe*)`
 /// fills it (a raw::prep_* helper; it may add IOSQE_* flags), then every CQE it produces
@@ -24,7 +28,7 @@ namespace ringo::op::raw {
 /// submitting anything when the kernel's probe lacks the prepared opcode.
 ///
 /// The runtime counts the operation as in flight from here on; the caller's Completion
-/// must call `rt.op_finished()` at the operation's last CQE (the one without
+/// must call `raw::finished(rt)` at the operation's last CQE (the one without
 /// IORING_CQE_F_MORE, see has_more) and must stay alive until then. A runtime being
 /// destroyed cancels the operation and still delivers that last CQE. The SQE reaches the
 /// kernel with the runtime's next submission (at the latest when the calling task
@@ -33,7 +37,7 @@ namespace ringo::op::raw {
 /// from `prep` propagates, and nothing is submitted.
 template <class Prep>
 int queue(Runtime& rt, ringo::detail::Completion& c, Prep&& prep) {
-    io_uring_sqe* s = rt.get_sqe();
+    io_uring_sqe* s = ringo::detail::RuntimeAccess::engine(rt).get_sqe();
     // An SQE once taken goes to the kernel with the next submission: when it must not carry
     // the operation, it becomes a NOP (every field cleared, flags that prep may have added
     // too: liburing's own NOP helper leaves them from 2.6 on) whose CQE the loop ignores.
@@ -52,7 +56,7 @@ int queue(Runtime& rt, ringo::detail::Completion& c, Prep&& prep) {
         return -EOPNOTSUPP;
     }
     s->user_data = completion_user_data(c);
-    rt.op_started();
+    ringo::detail::RuntimeAccess::engine(rt).op_started();
     return 0;
 }
 } // namespace ringo::op::raw

@@ -158,7 +158,7 @@ inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
     }
     if (!release)
         return;
-    rt->op_finished();
+    ringo::detail::RuntimeAccess::engine(*rt).op_finished();
     if (ZcTracker* t = n->owner)
         t->detach(n, rt);
     auto fn = n->on_release;
@@ -195,7 +195,7 @@ public:
         zc::Node* n = zc::acquire();
         io_uring_sqe* sqe;
         try {
-            sqe = rt->get_sqe();
+            sqe = ringo::detail::RuntimeAccess::engine(*rt).get_sqe();
         } catch (...) {
             zc::recycle(n);
             throw;
@@ -210,7 +210,7 @@ public:
         this->apply_sqe_flags(sqe);
         sqe->user_data =
             reinterpret_cast<std::uint64_t>(static_cast<ringo::detail::Completion*>(n)) | ringo::detail::tag_completion;
-        rt->op_started();
+        ringo::detail::RuntimeAccess::engine(*rt).op_started();
         if (ctx) {
             waitable_.user_data = sqe->user_data;
             ctx->waiting = &waitable_;
@@ -232,7 +232,7 @@ private:
         CancelWaitable() noexcept { cancel_fn = &cancel; }
         static void cancel(ringo::detail::Waitable* self) noexcept {
             if (Runtime* rt = ringo::detail::t_current)
-                rt->cancel_op(static_cast<CancelWaitable*>(self)->user_data);
+                ringo::detail::RuntimeAccess::engine(*rt).cancel_op(static_cast<CancelWaitable*>(self)->user_data);
         }
     };
     ZcTracker* tracker_;

@@ -36,7 +36,7 @@ struct GroupState : GroupHead, Waitable {
         auto* g = static_cast<GroupState*>(w);
         g->for_each_state(g, [](GroupState* self, OpState& op) {
             if (op.res == res_pending)
-                self->rt->cancel_op(member_user_data(op));
+                ringo::detail::RuntimeAccess::engine(*self->rt).cancel_op(member_user_data(op));
         });
     }
 
@@ -52,7 +52,7 @@ struct GroupState : GroupHead, Waitable {
             early = -ENXIO;
         else if (ctx && ctx->cancelled)
             early = -ECANCELED;
-        else if (n > rt->ring().sq_entries())
+        else if (n > ringo::detail::RuntimeAccess::engine(*rt).ring.sq_entries())
             early = -EINVAL; // a chain larger than the SQ cannot go in one submission
         if (early || n == 0) {
             for_each_op([&](auto& op) {
@@ -76,8 +76,8 @@ struct GroupState : GroupHead, Waitable {
         }
         // Room for the whole group in the SQ, so it is never split across two submissions;
         // then the SQEs are taken without further checks.
-        rt->reserve_sqes(static_cast<unsigned>(n));
-        uring::Ring& ring = rt->ring();
+        ringo::detail::RuntimeAccess::engine(*rt).reserve_sqes(static_cast<unsigned>(n));
+        uring::Ring& ring = ringo::detail::RuntimeAccess::engine(*rt).ring;
         auto head = std::coroutine_handle<>::from_address(static_cast<GroupHead*>(this));
         std::size_t i = 0;
         for_each_op([&](auto& op) {
@@ -93,7 +93,7 @@ struct GroupState : GroupHead, Waitable {
             sqe->user_data = member_user_data(st);
             ++i;
         });
-        detail::RuntimeAccess::ops_started(*rt, static_cast<std::uint32_t>(n));
+        detail::RuntimeAccess::engine(*rt).ops_started(static_cast<std::uint32_t>(n));
         remaining = n;
         waiter = awaiting;
         if (ctx)

@@ -59,7 +59,7 @@ protected:
     int update_entries(unsigned offset, std::span<const Entry> entries) noexcept {
         return Kind::update(&ring(), offset, entries.data(), static_cast<unsigned>(entries.size()));
     }
-    io_uring& ring() const noexcept { return rt_->ring().raw(); }
+    io_uring& ring() const noexcept { return RuntimeAccess::engine(*rt_).ring.raw(); }
 
 private:
     Runtime* rt_;

@@ -105,7 +105,7 @@ private:
             res = -EOPNOTSUPP;
             return false;
         }
-        io_uring_sqe* sqe = rt.get_sqe();
+        io_uring_sqe* sqe = ringo::detail::RuntimeAccess::engine(rt).get_sqe();
         step_(done_).prepare(sqe);
         sqe->user_data = user_data();
         // A full SQ makes get_sqe submit and reap, and what it reaps may cancel this task
@@ -148,7 +148,8 @@ private:
     // the task (again_after starts no other step once the task is cancelled).
     [[gnu::noinline]] static void cancel_self(Waitable* self) noexcept {
         if (Runtime* rt = t_current)
-            rt->cancel_op(static_cast<ExactAwait*>(static_cast<RepeatOp*>(static_cast<OpState*>(self)))->user_data());
+            ringo::detail::RuntimeAccess::engine(*rt).cancel_op(
+                static_cast<ExactAwait*>(static_cast<RepeatOp*>(static_cast<OpState*>(self)))->user_data());
     }
 
     Step step_;

@@ -134,7 +134,7 @@ struct AcceptNode : op::stream_impl::StreamNode<AcceptNode<Stream>> {
         push(res);
         if (op::has_more(flags) && count >= pause_at && !pausing && !this->cancel_sent) {
             pausing = true;
-            this->rt->cancel_op(op::raw::completion_user_data(*this));
+            ringo::detail::RuntimeAccess::engine(*this->rt).cancel_op(op::raw::completion_user_data(*this));
         }
         return true;
     }

@@ -106,7 +106,7 @@ struct StreamNode : ringo::detail::Completion {
         if (armed) {
             if (!cancel_sent) {
                 cancel_sent = true;
-                rt->cancel_op(op::raw::completion_user_data(*this));
+                ringo::detail::RuntimeAccess::engine(*rt).cancel_op(op::raw::completion_user_data(*this));
             }
             return;
         }
@@ -134,13 +134,13 @@ struct StreamNode : ringo::detail::Completion {
             // A cancel can miss an operation that is between two shots (a multishot timeout
             // is off the kernel's list until its CQE is posted): cancel again.
             if (n->cancel_sent)
-                n->rt->cancel_op(op::raw::completion_user_data(*n));
+                ringo::detail::RuntimeAccess::engine(*n->rt).cancel_op(op::raw::completion_user_data(*n));
             if (got)
                 n->wake_reader();
             return;
         }
         n->armed = false;
-        n->rt->op_finished();
+        ringo::detail::RuntimeAccess::engine(*n->rt).op_finished();
         if (n->orphan) {
             n->release();
             return;

@@ -1,0 +1,98 @@
+// ringo/core/detail/task_registry.hpp - a Runtime's spawned tasks, their joiners elsewhere,
+// where their exceptions go, and the pool the runtime belongs to.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include <ringo/core/detail/task_list.hpp>
+#include <ringo/core/task.hpp>
+
+namespace ringo::detail {
+
+struct JoinWaiter;
+
+/// Shared by the runtimes of one RuntimePool (core/runtime_pool.hpp): the number of tasks alive on
+/// them (counted when spawned or posted, uncounted when they end), and the condition the
+/// pool waits on until it drops to zero.
+struct PoolLink {
+    std::atomic<std::int64_t> live{0};
+    std::mutex m;
+    std::condition_variable idle;
+    void task_started() noexcept { live.fetch_add(1, std::memory_order_seq_cst); }
+    void task_ended() noexcept {
+        if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard lk(m);
+            idle.notify_all();
+        }
+    }
+};
+
+/// A runtime's reference to its ExceptionSink (created with the runtime, released with it).
+class ExceptionSinkRef {
+public:
+    explicit ExceptionSinkRef(void (*handler)(std::exception_ptr)) : p_(new ExceptionSink(handler)) {}
+    ~ExceptionSinkRef() { p_->release(); }
+    ExceptionSinkRef(const ExceptionSinkRef&) = delete;
+    ExceptionSinkRef& operator=(const ExceptionSinkRef&) = delete;
+    ExceptionSink& operator*() const noexcept { return *p_; }
+    ExceptionSink* operator->() const noexcept { return p_; }
+
+private:
+    ExceptionSink* p_;
+};
+
+/// The tasks a runtime holds (for its cancel sweeps and its shutdown), its coroutines that
+/// wait for tasks of other runtimes, the sink of its detached tasks' exceptions, and its pool
+/// link with the pool's count of live tasks. Owner thread only, but for `cancel_all`.
+class TaskRegistry {
+public:
+    explicit TaskRegistry(void (*exception_handler)(std::exception_ptr)) : exc_sink_(exception_handler) {}
+
+    /// A task spawned here: counted (and counted in the pool's live tasks) and listed.
+    void register_task(PromiseBase& p) noexcept {
+        ++spawned_;
+        if (pool_) [[unlikely]]
+            pool_->task_started();
+        tasks_.link(p);
+    }
+    /// A task counted already (posted from another thread, or arriving by switch_to): listed.
+    void link_task(PromiseBase& p) noexcept { tasks_.link(p); }
+    /// Takes `p` off the list of live tasks (TaskList::unlink).
+    void unregister_task(PromiseBase& p) noexcept { tasks_.unlink(p); }
+    void count_spawn() noexcept { ++spawned_; }
+    void count_migration() noexcept { ++migrated_in_; }
+    [[nodiscard]] std::uint64_t spawned() const noexcept { return spawned_; }
+    [[nodiscard]] std::uint64_t migrated_in() const noexcept { return migrated_in_; }
+    TaskList& tasks() noexcept { return tasks_; }
+
+    /// Where exceptions of this runtime's detached tasks are reported (see ExceptionSink).
+    ExceptionSink& exception_sink() noexcept { return *exc_sink_; }
+    [[nodiscard]] const ExceptionSink& exception_sink() const noexcept { return *exc_sink_; }
+
+    /// The pool this runtime belongs to (set before it runs), or null.
+    void set_pool_link(PoolLink* l) noexcept { pool_ = l; }
+    [[nodiscard]] PoolLink* pool_link() const noexcept { return pool_; }
+
+    // Coroutines of this runtime waiting for tasks of other runtimes (JoinWaiter): the
+    // runtime's shutdown withdraws them before it goes.
+    void link_join_waiter(JoinWaiter& w) noexcept;
+    void unlink_join_waiter(JoinWaiter& w) noexcept;
+    [[nodiscard]] JoinWaiter* first_join_waiter() const noexcept { return join_waiters_; }
+
+    /// Set from any thread by Runtime::request_cancel_all; the owner takes it in its next
+    /// cancel sweep.
+    std::atomic<bool> cancel_all{false};
+
+private:
+    TaskList tasks_;                     // live spawned tasks
+    JoinWaiter* join_waiters_ = nullptr; // linked JoinWaiters of this runtime's coroutines
+    ExceptionSinkRef exc_sink_;
+    PoolLink* pool_ = nullptr;
+    std::uint64_t spawned_ = 0;
+    std::uint64_t migrated_in_ = 0;
+};
+
+} // namespace ringo::detail
