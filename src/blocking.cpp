@@ -3,6 +3,7 @@
 
 #include <linux/futex.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -74,6 +76,22 @@ public:
     BlockingPoolStats stats() {
         std::lock_guard lk(m_);
         return {threads_, idle_, running_, queued_, done_, threads_started_};
+    }
+
+    // fork(): the child has none of the pool's threads. The forking thread holds the lock
+    // across the fork, so the child's copy of the bookkeeping is consistent; the child then
+    // starts over with no thread and no job (the jobs queued or running belong to the
+    // parent's runtimes, which the child cannot use), and its first call starts a thread.
+    void before_fork() noexcept { m_.lock(); }
+    void after_fork_in_parent() noexcept { m_.unlock(); }
+    void after_fork_in_child() noexcept {
+        // The lock and the condition are made anew: the parent's waiters are not here.
+        new (&m_) std::mutex;
+        new (&cv_) std::condition_variable;
+        head_ = nullptr;
+        tail_ = &head_;
+        queued_ = 0;
+        threads_ = idle_ = notified_ = running_ = returning_ = 0;
     }
 
 private:
@@ -192,8 +210,16 @@ private:
     BlockingPoolOptions opts_{};
 };
 
+BlockingPool* the_pool = nullptr;
+
 BlockingPool& pool() {
-    static BlockingPool* p = new BlockingPool; // never destroyed (see BlockingPool)
+    static BlockingPool* p = [] {
+        auto* made = new BlockingPool; // never destroyed (see BlockingPool)
+        the_pool = made;
+        ::pthread_atfork([] { the_pool->before_fork(); }, [] { the_pool->after_fork_in_parent(); },
+                         [] { the_pool->after_fork_in_child(); });
+        return made;
+    }();
     return *p;
 }
 

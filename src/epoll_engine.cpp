@@ -77,7 +77,13 @@ struct Job {
 class BlockingCalls {
 public:
     static BlockingCalls& get() {
-        static BlockingCalls* p = new BlockingCalls; // never destroyed: its threads outlive main
+        static BlockingCalls* p = [] {
+            auto* made = new BlockingCalls; // never destroyed: its threads outlive main
+            // fork(): the lock is held across it, and the child starts over with no thread
+            // and no call (those queued or running belong to the parent's engines).
+            ::pthread_atfork([] { get().m_.lock(); }, [] { get().m_.unlock(); }, [] { get().after_fork_in_child(); });
+            return made;
+        }();
         return *p;
     }
     void submit(Job* j) {
@@ -116,6 +122,13 @@ public:
 
 private:
     static constexpr unsigned max_threads = 64;
+    void after_fork_in_child() noexcept {
+        new (&m_) std::mutex; // made anew: the parent's waiters are not here
+        new (&cv_) std::condition_variable;
+        head_ = tail_ = nullptr;
+        threads_ = idle_ = 0;
+        finishing_.store(0, std::memory_order_relaxed);
+    }
     void work() {
         std::unique_lock lk(m_);
         for (;;) {

@@ -517,6 +517,64 @@ TEST(Blocking, OneAllocationPerCall) {
 }
 #endif
 
+// fork() after the pool has started: the child has none of the pool's threads (one idle, one
+// running a job in the parent), and its own calls start new ones instead of waiting for them.
+TEST(Blocking, WorksInAChildForkedAfterThePoolStarted) {
+#if defined(__SANITIZE_THREAD__)
+    GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
+#endif
+#endif
+    std::atomic<bool> started{false}, release{false};
+    std::thread busy;
+    busy = std::thread([&] {
+        ringo::Runtime r2;
+        r2.block_on([&]() -> Task<void> {
+            co_await ringo::spawn_blocking([&] {
+                started = true;
+                while (!release)
+                    std::this_thread::sleep_for(1ms);
+            });
+        }());
+    });
+    struct Join { // however the test ends
+        std::atomic<bool>& release;
+        std::thread& t;
+        ~Join() {
+            release = true;
+            t.join();
+        }
+    } join{release, busy};
+    ASSERT_TRUE(eventually([&] { return started.load(); }));
+    {
+        ringo::Runtime rt; // a second thread, idle once this job is done
+        rt.block_on([]() -> Task<void> { co_await ringo::spawn_blocking([] {}); }());
+    }
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        ::alarm(20); // a child that waits for the parent's threads ends by SIGALRM
+        int got = 0;
+        try {
+            ringo::Runtime rt;
+            got = rt.block_on([]() -> Task<int> {
+                int a = co_await ringo::spawn_blocking([] { return 40; });
+                int b = co_await ringo::spawn_blocking([] { return 2; });
+                co_return a + b;
+            }());
+        } catch (...) {
+            ::_exit(3);
+        }
+        ::_exit(got == 42 ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 // Process exit with one pool thread running a job and one idle: the child (this binary run
 // again with RINGO_BLOCKING_EXIT_CHILD set) calls exit() from a task while a 30 s job runs;
 // it must end at once with its own exit code (ASan's leak check included), not hang or crash.
