@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -44,6 +45,40 @@ inline bool on_epoll() {
         if (::ringo::detail::shuffles_run_queue)                                                                       \
             GTEST_SKIP() << "FIFO order only (the run queue is shuffled): " << why;                                    \
     } while (0)
+
+/// True in a ThreadSanitizer build.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool under_tsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool under_tsan = true;
+#else
+inline constexpr bool under_tsan = false;
+#endif
+#else
+inline constexpr bool under_tsan = false;
+#endif
+
+/// Runs `body` (which returns an exit code) in a forked child that ends by SIGALRM after 20 s
+/// if it hangs, and returns the child's wait status (-1 when fork failed). An exception from
+/// `body` is exit code 3.
+template <class F>
+int wait_status_of_child(F body) {
+    pid_t pid = ::fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        ::alarm(20);
+        int code = 3;
+        try {
+            code = body();
+        } catch (...) {
+        }
+        ::_exit(code);
+    }
+    int status = 0;
+    return ::waitpid(pid, &status, 0) == pid ? status : -1;
+}
 
 /// Lets the other ready tasks run until each waits for something: yields until no other
 /// task is ready (in FIFO order one yield, or a few; with a shuffled run queue as many as it

@@ -520,13 +520,8 @@ TEST(Blocking, OneAllocationPerCall) {
 // fork() after the pool has started: the child has none of the pool's threads (one idle, one
 // running a job in the parent), and its own calls start new ones instead of waiting for them.
 TEST(Blocking, WorksInAChildForkedAfterThePoolStarted) {
-#if defined(__SANITIZE_THREAD__)
-    GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-    GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
-#endif
-#endif
+    if (ringo_test::under_tsan)
+        GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
     std::atomic<bool> started{false}, release{false};
     std::thread busy;
     busy = std::thread([&] {
@@ -552,25 +547,15 @@ TEST(Blocking, WorksInAChildForkedAfterThePoolStarted) {
         ringo::Runtime rt; // a second thread, idle once this job is done
         rt.block_on([]() -> Task<void> { co_await ringo::spawn_blocking([] {}); }());
     }
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        ::alarm(20); // a child that waits for the parent's threads ends by SIGALRM
-        int got = 0;
-        try {
-            ringo::Runtime rt;
-            got = rt.block_on([]() -> Task<int> {
-                int a = co_await ringo::spawn_blocking([] { return 40; });
-                int b = co_await ringo::spawn_blocking([] { return 2; });
-                co_return a + b;
-            }());
-        } catch (...) {
-            ::_exit(3);
-        }
-        ::_exit(got == 42 ? 0 : 1);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    int status = ringo_test::wait_status_of_child([] {
+        ringo::Runtime rt;
+        int got = rt.block_on([]() -> Task<int> {
+            int a = co_await ringo::spawn_blocking([] { return 40; });
+            int b = co_await ringo::spawn_blocking([] { return 2; });
+            co_return a + b;
+        }());
+        return got == 42 ? 0 : 1;
+    });
     ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     EXPECT_EQ(WEXITSTATUS(status), 0);
 }

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +19,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "helpers.hpp"
 
 using namespace std::chrono_literals;
 using ringo::Engine;
@@ -171,13 +172,8 @@ TEST(EpollEngine, FilesGoToThePool) {
 // fork() after the engine's thread pool has started: the child's own file calls start new
 // threads instead of waiting for the parent's.
 TEST(EpollEngine, FilesInAChildForkedAfterThePoolStarted) {
-#if defined(__SANITIZE_THREAD__)
-    GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-    GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
-#endif
-#endif
+    if (ringo_test::under_tsan)
+        GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
     auto fsync_dev_null = []() -> Task<int> {
         int fd = co_await op::openat(AT_FDCWD, "/dev/null", O_WRONLY | O_CLOEXEC, 0);
         if (fd < 0)
@@ -190,21 +186,10 @@ TEST(EpollEngine, FilesInAChildForkedAfterThePoolStarted) {
         Runtime rt(epoll());
         ASSERT_EQ(rt.block_on(fsync_dev_null()), 0); // the pool's thread now idles
     }
-    pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        ::alarm(20); // a child that waits for the parent's thread ends by SIGALRM
-        int r = -1;
-        try {
-            Runtime rt(epoll());
-            r = rt.block_on(fsync_dev_null());
-        } catch (...) {
-            ::_exit(3);
-        }
-        ::_exit(r == 0 ? 0 : 1);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    int status = ringo_test::wait_status_of_child([&] {
+        Runtime rt(epoll());
+        return rt.block_on(fsync_dev_null()) == 0 ? 0 : 1;
+    });
     ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     EXPECT_EQ(WEXITSTATUS(status), 0);
 }
