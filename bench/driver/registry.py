@@ -702,7 +702,10 @@ def _epoll_parts() -> list["Figure"]:
                "mutex and condition variable to hand the call over, an eventfd write and an epoll_wait to hand "
                "the result back, and the switches between the loop's thread and a pool thread on the server's "
                "one CPU), two round trips per request, where nginx opens, fstat()s and sends the file "
-               "(sendfile) in its own thread. The read itself completes at once from the page cache (RWF_NOWAIT)."],
+               "(sendfile) in its own thread. The read itself completes at once from the page cache (RWF_NOWAIT). "
+               "Counted with perf's syscall tracepoints at 100 connections (3 s, 22 k requests/s): per request "
+               "one openat2, one statx, one preadv2, 5.6 futex calls and 2 eventfd writes (the two hand-offs), "
+               "about 17 system calls in all."],
         targets=[Target(RINGO_EPOLL, "nginx", 1.0, "every x", "requests/s at least nginx's",
                         on="rps", higher_is_better=True),
                  Target(RINGO_EPOLL, "nginx", 1.0, "every x", "server CPU per request at most nginx's")])
