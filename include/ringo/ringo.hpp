@@ -65,6 +65,7 @@
 #include <ringo/io/fd.hpp>
 #include <ringo/io/fixed_fd.hpp>
 #include <ringo/io/pipe.hpp>
+#include <ringo/io/read_to_end.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/io/signal.hpp>
 

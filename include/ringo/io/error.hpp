@@ -10,12 +10,13 @@ namespace ringo {
 /// What a loop over reads or writes reports when the kernel itself reported no error: a read
 /// that met the end of the file or stream before the buffer was full (fs::File::read_exact_at,
 /// net::TcpStream::read_exact), a write that moved nothing (write_all_at, write_all), a line
-/// longer than a BufReader's limit. Every other error of the I/O layer is the kernel's errno
-/// in std::system_category(). fs::Error and net::Error name this same type.
+/// longer than a BufReader's limit, a stream read to its end that has more than its limit. Every other error of the I/O
+/// layer is the kernel's errno in std::system_category(). fs::Error and net::Error name this same type.
 enum class IoError {
     unexpected_eof = 1, ///< "unexpected end of data": it ended before the buffer was full
     write_zero = 2,     ///< "write moved no bytes": a write returned 0 for a non-empty buffer
     line_too_long = 3,  ///< "line longer than the limit": BufReader::read_until / read_line (io/buffered.hpp)
+    too_large = 4,      ///< "more data than the limit": read_to_end / read_to_string (io/read_to_end.hpp)
 };
 
 namespace detail {
@@ -27,13 +28,14 @@ public:
         case IoError::unexpected_eof: return "unexpected end of data";
         case IoError::write_zero: return "write moved no bytes";
         case IoError::line_too_long: return "line longer than the limit";
+        case IoError::too_large: return "more data than the limit";
         }
         return "unknown ringo error";
     }
     // To code that only knows std::errc: the first two are input/output errors, a line too
-    // long is a message too long (EMSGSIZE).
+    // long or data over the limit is a message too long (EMSGSIZE).
     std::error_condition default_error_condition(int e) const noexcept override {
-        if (static_cast<IoError>(e) == IoError::line_too_long)
+        if (static_cast<IoError>(e) == IoError::line_too_long || static_cast<IoError>(e) == IoError::too_large)
             return std::make_error_condition(std::errc::message_size);
         return std::make_error_condition(std::errc::io_error);
     }

@@ -21,6 +21,7 @@
 #include <ringo/io/detail/result_op.hpp>
 #include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
+#include <ringo/io/read_to_end.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/op/file.hpp>
 #include <ringo/op/pipe.hpp>
@@ -95,7 +96,7 @@ class PipeAwait;
 /// read_exact too (no frame: one read, and another after each short read).
 /// In a cancelled task every operation yields ECANCELED without being submitted, except
 /// close(), which always closes; a read waiting for data is interrupted by the cancellation.
-class PipeReader : public detail::OwnsFd<PipeReader> {
+class PipeReader : public detail::OwnsFd<PipeReader>, public detail::ReadsToEnd<PipeReader> {
 public:
     PipeReader() noexcept = default;
     /// Takes ownership of `fd` (of a pipe's read end, or anything readable).

@@ -15,6 +15,7 @@
 #include <ringo/core/task.hpp>
 #include <ringo/io/detail/exact.hpp>
 #include <ringo/io/fd.hpp>
+#include <ringo/io/read_to_end.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
 #include <ringo/net/detail/incoming.hpp>
@@ -48,7 +49,7 @@ using ShutdownAwait = ResultOp<op::Shutdown, void>;
 /// task every operation yields ECANCELED without being submitted, except close(), which
 /// always closes. Buffers and the socket must stay valid until the await ends.
 template <class Derived>
-class StreamSocket : public SocketBase<Derived> {
+class StreamSocket : public SocketBase<Derived>, public ringo::detail::ReadsToEnd<Derived> {
 public:
     /// Receives up to `len` bytes: the count, 0 when the peer has shut down its side (end of
     /// stream), or the error (ECONNRESET when the peer reset the connection). One IORING_OP_RECV.
