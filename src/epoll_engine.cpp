@@ -1026,9 +1026,11 @@ struct EpollEngine::Impl {
             finish(p, r);
             return;
         }
-        // No second try here: the call was just tried (start), and a descriptor that became
-        // ready since is reported by the next epoll_wait, because adding or re-arming a
-        // registration (watch) queues an event for a descriptor already ready.
+        // One more try: an edge may have come between the call's first try and the
+        // registration. (Leaving this to the event that adding or re-arming a registration
+        // queues for a descriptor already ready left a multishot receive parked on the epoll
+        // engine with bytes waiting: RecvStream.RuntimeDestroyedWithAParkedStream.)
+        (void)retry(p);
     }
     void on_event(int fd, std::uint32_t ev) {
         if (static_cast<std::size_t>(fd) >= fds.size())
