@@ -346,11 +346,7 @@ def _figure_section(res: dict, depth: int = 2) -> list[str]:
     if res.get("pinning"):
         meta.append(res["pinning"])
     if res.get("other_load") is not None:
-        att = res.get("load_attempts") or []
-        waited = sum(a.get("waited_s", 0) for a in att)
-        meta.append(f"other processes used {res['other_load'] * 100:.0f} % of the CPUs while it ran"
-                    + (f" (waited {waited:.0f} s for a quiet machine)" if waited >= 5 else "")
-                    + (f"; taken {len(att)} times, the last one shown" if len(att) > 1 else ""))
+        meta.append(_other_load_note(res))
     elif res.get("load"):
         meta.append(f"load average {res['load'][0]:.2f} at the start, {res['load'][1]:.2f} at the end")
     L.append("; ".join(meta) + ".")
@@ -516,6 +512,16 @@ def _figure_section(res: dict, depth: int = 2) -> list[str]:
     return L
 
 
+def _other_load_note(res: dict) -> str:
+    """What other processes used of the CPUs while a figure ran, and how long it waited for a
+    quiet machine (for the figure's line of facts)."""
+    att = res.get("load_attempts") or []
+    waited = sum(a.get("waited_s", 0) for a in att)
+    return (f"other processes used {res['other_load'] * 100:.0f} % of the CPUs while it ran"
+            + (f" (waited {waited:.0f} s for a quiet machine)" if waited >= 5 else "")
+            + (f"; taken {len(att)} times, the last one shown" if len(att) > 1 else ""))
+
+
 SYSCALL_KEYS = ("syscalls_per_op", "server_syscalls_per_msg")
 
 
@@ -524,11 +530,7 @@ def _parts_section(res: dict, depth: int) -> list[str]:
     every part's section one heading level deeper."""
     meta = [f"profile {res['profile']}", f"started {res['started']}, took {res['duration_s']:.0f} s"]
     if res.get("other_load") is not None:
-        att = res.get("load_attempts") or []
-        waited = sum(a.get("waited_s", 0) for a in att)
-        meta.append(f"other processes used {res['other_load'] * 100:.0f} % of the CPUs while it ran"
-                    + (f" (waited {waited:.0f} s for a quiet machine)" if waited >= 5 else "")
-                    + (f"; taken {len(att)} times, the last one shown" if len(att) > 1 else ""))
+        meta.append(_other_load_note(res))
     L = ["; ".join(meta) + ".", ""]
     if res.get("taken_under_load"):
         L += [f"**Taken under load:** other processes used {res['other_load'] * 100:.0f} % of the CPUs while this "
