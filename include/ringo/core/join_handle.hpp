@@ -30,7 +30,10 @@ namespace detail {
 /// is stored in join_ untagged; every other one (a thread join, a coroutine outside any
 /// runtime, a linked one) carries join_linked_tag.
 struct JoinWaiter {
-    std::coroutine_handle<> h; // empty: a ThreadJoinWaiter
+    JoinWaiter() noexcept {} // h is set where the waiter starts to wait (not twice)
+    union {
+        std::coroutine_handle<> h; // empty: a ThreadJoinWaiter
+    };
     Runtime* rt;
     std::atomic<std::uintptr_t>* join; // the awaited task's join_ (set when linked)
     JoinWaiter* prev;                  // the runtime's list of linked waiters (when linked)

@@ -73,6 +73,8 @@ struct CancelCtx {
     // was destroyed (parameters and all) and only its memory kept, holding the result
     // (spawned_final). Also in what would be padding.
     bool frame_kept = false;
+    // The padding up to the next 8 bytes, zeroed with the flags in one store.
+    std::uint8_t spare_[3]{};
 
     /// True while this node is a child of another.
     [[nodiscard]] bool linked() const noexcept { return pprev != nullptr; }
@@ -187,17 +189,18 @@ struct PromiseBase {
     PromiseBase(const PromiseBase&) = delete;
     PromiseBase& operator=(const PromiseBase&) = delete;
     ~PromiseBase() {
-        if (!own_ctx_.frame_kept) [[likely]]
-            exc_.~exception_ptr(); // the slot holds an exception_ptr whenever a frame goes
+        // The slot holds an exception_ptr whenever a frame goes; a frame kept for its result
+        // keeps it. (An empty one holds nothing: most frames go with one test.)
+        if (exc_ && !own_ctx_.frame_kept) [[unlikely]]
+            exc_.~exception_ptr();
     }
 
-    // For a task that is awaited: who resumes when it ends (continuation_). A spawned task
-    // (owner_ set) has no awaiter: the same word is its join state instead (join_: a
-    // JoinHandle's view of it; join_running is the empty handle's bit pattern).
-    union {
-        std::coroutine_handle<> continuation_{};
-        std::atomic<std::uintptr_t> join_;
-    };
+    // For a task that is awaited: the address of who resumes when it ends (continuation(),
+    // set by Task's awaiter; 0: nobody). A spawned task (owner_ set) has no awaiter: the same
+    // word is its join state instead (a JoinHandle's view of it), which starts as
+    // join_running, the value of an empty continuation, so a spawn need not store it.
+    // Relaxed loads and stores of an awaited task's word are plain moves.
+    std::atomic<std::uintptr_t> join_{join_running};
     // Set when the task is spawned; null for a task that is only awaited.
     Runtime* owner_ = nullptr;
     // A spawned task, while its runtime holds it in its list of live tasks (for shutdown),
@@ -226,16 +229,24 @@ struct PromiseBase {
     };
     CancelCtx own_ctx_;
 
+    /// Who resumes when this awaited task ends (see join_).
+    void set_continuation(std::coroutine_handle<> c) noexcept {
+        join_.store(reinterpret_cast<std::uintptr_t>(c.address()), std::memory_order_relaxed);
+    }
+    [[nodiscard]] std::coroutine_handle<> continuation() const noexcept {
+        const std::uintptr_t c = join_.load(std::memory_order_relaxed);
+        return c ? std::coroutine_handle<>::from_address(reinterpret_cast<void*>(c)) : std::noop_coroutine();
+    }
+
     /// A spawned task's coroutine frame (for its runtime's shutdown), from where
     /// take_for_spawn or start_branch found it to start (CancelCtx::frame_offset).
     [[nodiscard]] void* frame_address() noexcept { return reinterpret_cast<char*>(this) - own_ctx_.frame_offset; }
-    /// Makes this the promise of a spawned task on `rt` whose frame is `frame`: a join state
-    /// instead of a continuation, and its own cancellation context, a root of its own
-    /// (`task_root`) or a combinator's branch, cancelled with its group.
+    /// Makes this the promise of a spawned task on `rt` whose frame is `frame`: its own
+    /// cancellation context, a root of its own (`task_root`) or a combinator's branch,
+    /// cancelled with its group. The task has not started: its join state is still
+    /// join_running and its context its own (the constructor's), as nobody awaited it.
     void become_spawned(Runtime& rt, void* frame, bool task_root = true) noexcept {
         owner_ = &rt;
-        std::construct_at(&join_, join_running);
-        ctx_ = &own_ctx_;
         own_ctx_.task_root = task_root;
         own_ctx_.frame_offset = static_cast<std::uint8_t>(reinterpret_cast<char*>(this) - static_cast<char*>(frame));
     }
@@ -290,7 +301,7 @@ struct PromiseBase {
         std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) const noexcept {
             PromiseBase& p = h.promise();
             if (how == End::awaited) [[likely]]
-                return p.continuation_ ? p.continuation_ : std::noop_coroutine();
+                return p.continuation();
             return on_spawned_final(p, h);
         }
         void await_resume() const noexcept {}
@@ -409,7 +420,7 @@ public:
         bool await_ready() const noexcept { return !h || h.done(); }
         template <class P>
         std::coroutine_handle<> await_suspend(std::coroutine_handle<P> cont) noexcept {
-            h.promise().continuation_ = cont;
+            h.promise().set_continuation(cont);
             if constexpr (std::is_base_of_v<detail::PromiseBase, P>)
                 h.promise().ctx_ = cont.promise().ctx_;
             return h;
