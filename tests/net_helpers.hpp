@@ -1,6 +1,9 @@
 // Shared pieces of the ringo::net test suites.
 #pragma once
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstddef>
 #include <utility>
 
@@ -10,6 +13,16 @@
 #include <ringo/net/address.hpp>
 
 namespace ringo_test {
+
+/// Whether a socket can be bound to the IPv6 loopback here (some containers have none).
+inline bool have_ipv6_loopback() {
+    int s = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ringo::net::SocketAddr a = ringo::net::SocketAddr::v6_loopback(0);
+    bool ok = s >= 0 && ::bind(s, a.data(), a.size()) == 0;
+    if (s >= 0)
+        ::close(s);
+    return ok;
+}
 
 /// Runs `t` on a runtime of its own and returns its value.
 template <class T>

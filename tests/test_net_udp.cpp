@@ -30,17 +30,9 @@ using ringo::net::UnixDatagram;
 
 namespace {
 
+using ringo_test::have_ipv6_loopback;
 using ringo_test::open_fds;
 using ringo_test::run;
-
-bool have_ipv6() {
-    int s = ::socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    SocketAddr a = SocketAddr::v6_loopback(0);
-    bool ok = s >= 0 && ::bind(s, a.data(), a.size()) == 0;
-    if (s >= 0)
-        ::close(s);
-    return ok;
-}
 
 // a sends to b, b answers to the address it saw: both sides check the other's address.
 Task<void> round_trip(SocketAddr loopback) {
@@ -71,7 +63,7 @@ Task<void> round_trip(SocketAddr loopback) {
 TEST(Udp, RoundTripIPv4) { run(round_trip(SocketAddr::v4_loopback(0))); }
 
 TEST(Udp, RoundTripIPv6) {
-    if (!have_ipv6())
+    if (!have_ipv6_loopback())
         GTEST_SKIP() << "no IPv6 loopback here";
     run(round_trip(SocketAddr::v6_loopback(0)));
 }

@@ -6,8 +6,12 @@
 #include <sys/socket.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include <ringo/core/task.hpp>
 #include <ringo/io/fd.hpp>
@@ -58,6 +62,31 @@ public:
     static Task<Result<TcpStream>> connect(SocketAddr addr, std::chrono::nanoseconds timeout) {
         return detail::connect_as<TcpStream>(addr, detail::is_ip(addr), SOCK_STREAM, IPPROTO_TCP, timeout);
     }
+
+    /// Tries each of `addrs` in turn until one accepts: the first connection made, or, when
+    /// none is, the error of the last one tried (EINVAL for an empty list). A cancelled task
+    /// stops at once with ECANCELED.
+    static Task<Result<TcpStream>> connect(std::vector<SocketAddr> addrs);
+    /// Connects to `host` at `port`: resolves it (net::resolve: a numeric address such as
+    /// "127.0.0.1" or "::1" as it is, a name such as "localhost" through getaddrinfo on the
+    /// blocking pool) and tries each of its addresses in turn, in the resolver's order, until
+    /// one accepts. Yields the first connection made; when none is, the error of the last
+    /// address tried (ECONNREFUSED, ENETUNREACH ...), or the resolver's
+    /// (ResolveError::not_found ...). A cancelled task stops at once with ECANCELED.
+    ///
+    ///     auto s = co_await ringo::net::TcpStream::connect("localhost", 8080);
+    static Task<Result<TcpStream>> connect(std::string host, std::uint16_t port);
+    /// Same, with one deadline for the whole attempt, the lookup and every address tried:
+    /// std::errc::timed_out once it has passed (what runs then is cancelled, each socket
+    /// closed). A zero or negative timeout times out at once.
+    static Task<Result<TcpStream>> connect(std::string host, std::uint16_t port, std::chrono::nanoseconds timeout);
+    /// connect(host, port) of a "host:port" text: "example.com:80", "127.0.0.1:8080",
+    /// "[::1]:443" (an IPv6 address in brackets). EINVAL, with nothing looked up, for a text
+    /// without a port, a port that is not a decimal number up to 65535, an empty host, or an
+    /// IPv6 address without brackets.
+    static Task<Result<TcpStream>> connect(std::string_view host_port);
+    /// Same, with one deadline for the whole attempt (see above).
+    static Task<Result<TcpStream>> connect(std::string_view host_port, std::chrono::nanoseconds timeout);
 
     /// TCP_NODELAY: on sends small segments at once (no Nagle delay).
     Result<void> set_nodelay(bool on) noexcept { return detail::set_flag(fd_.get(), IPPROTO_TCP, TCP_NODELAY, on); }
