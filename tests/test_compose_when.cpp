@@ -16,6 +16,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "compose_helpers.hpp"
@@ -284,6 +285,79 @@ TEST(WhenAny, Range) {
     });
     EXPECT_EQ(r.first, 3u);
     EXPECT_EQ(r.second, 30);
+}
+
+// Branches of different result types: a std::variant of them (std::monostate for void),
+// holding the winner as the alternative of its index; the losers are cancelled.
+Task<void> sleeps_then_notes(bool* cancelled) {
+    int r = co_await ringo::sleep_for(5s);
+    *cancelled = r == -ECANCELED;
+}
+
+TEST(WhenAny, MixedTypesYieldAVariant) {
+    bool void_loser_cancelled = false;
+    auto r = run([c = &void_loser_cancelled]() -> Task<std::variant<std::monostate, int, std::string>> {
+        co_return co_await ringo::when_any(
+            sleeps_then_notes(c), []() -> Task<int> { co_return 7; }(),
+            []() -> Task<std::string> {
+                co_await ringo::sleep_for(5s);
+                co_return std::string("late");
+            }());
+    });
+    ASSERT_EQ(r.index(), 1u);
+    EXPECT_EQ(std::get<1>(r), 7);
+    EXPECT_TRUE(void_loser_cancelled);
+}
+
+TEST(WhenAny, AVoidWinnerIsMonostate) {
+    auto r = run([]() -> Task<std::variant<std::monostate, int>> {
+        co_return co_await ringo::when_any([]() -> Task<void> { co_return; }(),
+                                           []() -> Task<int> {
+                                               co_await ringo::sleep_for(5s);
+                                               co_return 1;
+                                           }());
+    });
+    EXPECT_EQ(r.index(), 0u);
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(r));
+}
+
+// A type that appears twice keeps the winner's index: alternative 2, not 0.
+TEST(WhenAny, ARepeatedTypeKeepsTheWinnersIndex) {
+    auto r = run([]() -> Task<std::variant<int, std::string, int>> {
+        co_return co_await ringo::when_any(
+            []() -> Task<int> {
+                co_await ringo::sleep_for(5s);
+                co_return 1;
+            }(),
+            []() -> Task<std::string> {
+                co_await ringo::sleep_for(5s);
+                co_return std::string("no");
+            }(),
+            []() -> Task<int> { co_return 3; }());
+    });
+    ASSERT_EQ(r.index(), 2u);
+    EXPECT_EQ(std::get<2>(r), 3);
+}
+
+// An operation (int) against a Task<void>, and an operation winning: index 0.
+TEST(WhenAny, MixedWithAnOperation) {
+    auto r = run([]() -> Task<std::variant<int, std::monostate>> {
+        co_return co_await ringo::when_any(op::nop(), []() -> Task<void> { co_await ringo::sleep_for(5s); }());
+    });
+    ASSERT_EQ(r.index(), 0u);
+    EXPECT_EQ(std::get<0>(r), 0);
+}
+
+TEST(WhenAny, MixedTypesRethrowTheWinnersException) {
+    EXPECT_THROW(run([]() -> Task<void> {
+                     co_await ringo::when_any(
+                         []() -> Task<void> {
+                             throw std::logic_error("x");
+                             co_return;
+                         }(),
+                         []() -> Task<int> { co_return co_await ringo::sleep_for(5s); }());
+                 }),
+                 std::logic_error);
 }
 
 // ---------------------------------------------------------------- nested composites

@@ -186,8 +186,23 @@ Task<std::vector<branch_value_t<T>>> when_all_range(std::vector<Task<T>> tasks) 
     co_return r;
 }
 
-template <class R, class... Ts>
-Task<std::pair<std::size_t, R>> when_any_tasks(Task<Ts>... tasks) {
+template <class T>
+inline constexpr bool is_variant_v = false;
+template <class... Ts>
+inline constexpr bool is_variant_v<std::variant<Ts...>> = true;
+
+/// What when_any yields for winner `I` with value `v`: {I, v}, or the variant holding `v` as
+/// its alternative I.
+template <class Out, std::size_t I, class V>
+Out any_result(V&& v) {
+    if constexpr (is_variant_v<Out>)
+        return Out(std::in_place_index<I>, std::forward<V>(v));
+    else
+        return Out{I, std::forward<V>(v)};
+}
+
+template <class Out, class... Ts>
+Task<Out> when_any_tasks(Task<Ts>... tasks) {
     BranchGroup g;
     co_await OpenBranches{&g, true};
     std::tuple<std::optional<branch_value_t<Ts>>...> out;
@@ -195,17 +210,18 @@ Task<std::pair<std::size_t, R>> when_any_tasks(Task<Ts>... tasks) {
     // Every loser is cancelled and awaited to its end before we return (buffer-safe).
     co_await BranchGroup::Wait{&g};
     std::size_t idx = g.first;
-    std::optional<R> value;
+    std::optional<Out> value;
     std::exception_ptr winner_exc;
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-        ((I == idx ? (std::get<I>(out) ? (void)value.emplace(std::move(*std::get<I>(out))) : (void)(winner_exc = g.exc))
+        ((I == idx ? (std::get<I>(out) ? (void)value.emplace(any_result<Out, I>(std::move(*std::get<I>(out))))
+                                       : (void)(winner_exc = g.exc))
                    : void()),
          ...);
     }
     (std::index_sequence_for<Ts...>{});
     if (!value)
         std::rethrow_exception(winner_exc ? winner_exc : g.exc);
-    co_return std::pair<std::size_t, R>{idx, std::move(*value)};
+    co_return std::move(*value);
 }
 
 template <class T>
@@ -279,15 +295,24 @@ detail::OpVector<O> when_all(std::vector<O>& ops) {
 
 /// Awaits the arguments concurrently; the first to finish wins. The others are cancelled
 /// and awaited to their end (their operations to their final CQE) before this returns, so
-/// no buffer of theirs is still in the kernel's hands. Yields {index, value} of the winner
-/// (a loser's result is discarded); rethrows if the winner threw. All arguments must yield
-/// the same type. Arguments are moved in, as for when_all.
+/// no buffer of theirs is still in the kernel's hands. A loser's result is discarded; if the
+/// winner threw, its exception is rethrown. Arguments are moved in, as for when_all. Yields:
+///
+/// - when every argument yields the same type R: std::pair<std::size_t, R>, the winner's
+///   index and value (`auto [which, value] = co_await when_any(a, b)`);
+/// - otherwise: std::variant of their types (std::monostate for void), holding the winner's
+///   value as the alternative of its index (`v.index()`, `std::get<1>(v)`, std::visit), as
+///   Asio's `||` of awaitables does: `when_any(accept_loop(...), stop.next())` yields
+///   std::variant<std::error_code, int>.
 template <class A0, class... As>
 auto when_any(A0&& a0, As&&... as) {
     using R = detail::branch_value_t<await_result_t<A0>>;
-    static_assert((std::is_same_v<R, detail::branch_value_t<await_result_t<As>>> && ...),
-                  "when_any: every awaitable must yield the same type");
-    return detail::when_any_tasks<R>(detail::to_task(std::forward<A0>(a0)), detail::to_task(std::forward<As>(as))...);
+    if constexpr ((std::is_same_v<R, detail::branch_value_t<await_result_t<As>>> && ...))
+        return detail::when_any_tasks<std::pair<std::size_t, R>>(detail::to_task(std::forward<A0>(a0)),
+                                                                 detail::to_task(std::forward<As>(as))...);
+    else
+        return detail::when_any_tasks<std::variant<R, detail::branch_value_t<await_result_t<As>>...>>(
+            detail::to_task(std::forward<A0>(a0)), detail::to_task(std::forward<As>(as))...);
 }
 
 /// when_any over a run-time number of tasks, moved in (`when_any(std::move(v))`). An empty
