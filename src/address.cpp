@@ -1,4 +1,5 @@
 // net::SocketAddr: parsing, printing and comparing socket addresses (ringo/net/address.hpp).
+#include <ringo/io/detail/fail_note.hpp>
 #include <ringo/net/address.hpp>
 
 #include <arpa/inet.h>
@@ -288,3 +289,34 @@ std::size_t SocketAddr::hash() const noexcept {
 std::ostream& operator<<(std::ostream& os, const SocketAddr& a) { return os << a.to_string(); }
 
 } // namespace ringo::net
+
+namespace ringo::detail {
+
+namespace {
+ErrorNote sock_note(const char* what, const char* with, int fd, bool peer) noexcept {
+    if (fd < 0)
+        return ErrorNote(what);
+    net::SocketAddr a;
+    const int r = peer ? ::getpeername(fd, a.data(), a.out_size()) : ::getsockname(fd, a.data(), a.out_size());
+    if (r != 0 || !(a.is_v4() || a.is_v6() || a.is_unix()))
+        return ErrorNote(what);
+    try {
+        std::string text = a.to_string();
+        if (a.is_unix() && text == "(unnamed)")
+            return ErrorNote(what);
+        return ErrorNote::made(with, text);
+    } catch (...) { // no memory for the text
+        return ErrorNote(what);
+    }
+}
+} // namespace
+
+ErrorNote peer_note(const char* what, const char* with_peer, int fd) noexcept {
+    return sock_note(what, with_peer, fd, true);
+}
+
+ErrorNote local_note(const char* what, const char* with_local, int fd) noexcept {
+    return sock_note(what, with_local, fd, false);
+}
+
+} // namespace ringo::detail

@@ -53,7 +53,7 @@ Result<HostPort> split_host_port(std::string_view text) {
 Task<Result<TcpStream>> connect_each(std::string host, std::uint16_t port) {
     Result<std::vector<SocketAddr>> addrs = co_await resolve(std::move(host), port);
     if (!addrs)
-        co_return addrs.error();
+        co_return addrs.failure();
     co_return co_await TcpStream::connect(std::move(*addrs));
 }
 

@@ -11,6 +11,7 @@
 #include <ringo/core/task.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
+#include <ringo/net/tcp.hpp>
 
 namespace ringo_test {
 
@@ -22,6 +23,17 @@ inline bool have_ipv6_loopback() {
     if (s >= 0)
         ::close(s);
     return ok;
+}
+
+/// A loopback address nothing listens on: a listener's, bound and closed again (a connect
+/// there is refused).
+inline ringo::Task<ringo::net::SocketAddr> refusing_address() {
+    ringo::Result<ringo::net::TcpListener> l =
+        co_await ringo::net::TcpListener::bind(ringo::net::SocketAddr::v4_loopback(0));
+    ringo::net::SocketAddr where = *l->local_addr();
+    ringo::Result<void> c = co_await l->close();
+    (void)c;
+    co_return where;
 }
 
 /// Runs `t` on a runtime of its own and returns its value.

@@ -149,6 +149,32 @@ TEST(FsFile, OpenErrors) {
     EXPECT_EQ(slurp(existing), "x"); // the refused truncate did not happen
 }
 
+// An error says what failed: value()'s exception and describe() name the call and its path.
+TEST(FsFile, ErrorsNameTheCallAndThePath) {
+    ringo_test::TempDir dir;
+    std::string missing = dir.file("missing");
+    run([&]() -> Task<void> {
+        Result<File> f = co_await File::open(missing);
+        EXPECT_EQ(std::string(f.context()), "open " + missing);
+        try {
+            (void)f.value();
+            ADD_FAILURE() << "no exception";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(std::string(e.what()), "open " + missing + ": " + f.message());
+        }
+        Result<void> rm = co_await ringo::fs::remove(missing);
+        EXPECT_EQ(std::string(rm.context()), "remove " + missing);
+        Result<ringo::fs::Metadata> md = co_await ringo::fs::metadata(missing);
+        EXPECT_EQ(std::string(md.context()), "stat " + missing);
+        Result<void> mk = co_await ringo::fs::create_dir(dir.file("no/such/parent"));
+        EXPECT_EQ(std::string(mk.context()), "create directory " + dir.file("no/such/parent"));
+        // Passed on through another Result, the note stays (read_file opens first).
+        Result<std::string> whole = co_await ringo::fs::read_file(missing);
+        EXPECT_EQ(whole.error(), std::errc::no_such_file_or_directory);
+        EXPECT_EQ(std::string(whole.context()), "open " + missing);
+    });
+}
+
 TEST(FsFile, AppendWritesAtTheEndWhateverTheOffset) {
     ringo_test::TempDir dir;
     std::string path = dir.file("log");

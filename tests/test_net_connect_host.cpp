@@ -95,13 +95,7 @@ TEST(TcpConnectHost, ANameTriesEachOfItsAddresses) {
 // Each address in turn: one that refuses (a closed port) is passed over for the next.
 TEST(TcpConnectHost, EachAddressInTurn) {
     run([]() -> Task<void> {
-        SocketAddr closed;
-        {
-            Result<TcpListener> gone = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
-            closed = *gone->local_addr();
-            Result<void> c = co_await gone->close();
-            EXPECT_TRUE(c.ok());
-        }
+        SocketAddr closed = co_await ringo_test::refusing_address();
         Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
         EXPECT_TRUE(l.ok());
         // (The lists are made before the co_await: GCC 12 rejects a braced list inside one.)
@@ -152,13 +146,8 @@ TEST(TcpConnectHost, TheTextMayGoBeforeTheTaskRuns) {
 
 TEST(TcpConnectHost, RefusedIsTheLastAddresssError) {
     run([]() -> Task<void> {
-        std::uint16_t port = 0;
-        {
-            Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
-            port = l->local_addr()->port();
-            Result<void> c = co_await l->close();
-            EXPECT_TRUE(c.ok());
-        }
+        SocketAddr gone = co_await ringo_test::refusing_address();
+        const std::uint16_t port = gone.port();
         Result<TcpStream> s = co_await TcpStream::connect(std::string("127.0.0.1"), port);
         EXPECT_EQ(s.error(), std::errc::connection_refused) << s.message();
         Result<TcpStream> t = co_await TcpStream::connect("127.0.0.1:" + std::to_string(port), 5s);

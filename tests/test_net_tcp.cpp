@@ -154,15 +154,46 @@ TEST(Tcp, ReadExactMeetsTheEndOfStream) {
 
 TEST(Tcp, ConnectionRefused) {
     run([]() -> Task<void> {
-        SocketAddr where;
-        {
-            Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
-            where = *l->local_addr();
-            Result<void> c = co_await l->close();
-            EXPECT_TRUE(c.ok());
-        }
+        SocketAddr where = co_await ringo_test::refusing_address();
         Result<TcpStream> s = co_await TcpStream::connect(where);
         EXPECT_EQ(s.error(), std::errc::connection_refused);
+    }());
+}
+
+// An error says what failed and where: value()'s exception and describe() name the call
+// and the address (a connected socket's peer, looked up when the error comes).
+TEST(Tcp, ErrorsNameTheCallAndTheAddress) {
+    run([]() -> Task<void> {
+        SocketAddr where = co_await ringo_test::refusing_address();
+        Result<TcpStream> s = co_await TcpStream::connect(where);
+        EXPECT_EQ(std::string(s.context()), "connect to " + where.to_string());
+        try {
+            (void)s.value();
+            ADD_FAILURE() << "no exception";
+        } catch (const std::system_error& e) {
+            EXPECT_EQ(std::string(e.what()), "connect to " + where.to_string() + ": " + s.message());
+        }
+        Result<TcpListener> l = co_await TcpListener::bind(SocketAddr::v4_loopback(0));
+        const SocketAddr at = *l->local_addr();
+        Result<TcpListener> again = co_await TcpListener::bind(at, {.reuse_addr = false});
+        EXPECT_EQ(again.error(), std::errc::address_in_use);
+        EXPECT_EQ(std::string(again.context()), "bind " + at.to_string());
+        Result<TcpStream> c = co_await TcpStream::connect(at);
+        EXPECT_TRUE(c.ok()) << c.message();
+        // A send from an address that is not mapped fails (EFAULT) while the socket is
+        // connected: the note names the peer.
+        Result<std::size_t> w = co_await c->write(reinterpret_cast<const void*>(std::uintptr_t{8}), 16);
+        EXPECT_EQ(w.error(), std::errc::bad_address);
+        EXPECT_EQ(std::string(w.context()), "write to " + at.to_string());
+        Result<void> wa = co_await c->write_all(reinterpret_cast<const void*>(std::uintptr_t{8}), 16);
+        EXPECT_EQ(wa.error(), std::errc::bad_address);
+        EXPECT_EQ(std::string(wa.context()), "write to " + at.to_string());
+        // A closed stream has no peer to name: the call alone.
+        Result<void> closed = co_await c->close();
+        EXPECT_TRUE(closed.ok());
+        Result<std::size_t> r = co_await c->read(&where, 1);
+        EXPECT_EQ(r.error(), std::errc::bad_file_descriptor);
+        EXPECT_EQ(std::string(r.context()), "read");
     }());
 }
 

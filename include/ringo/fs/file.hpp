@@ -73,7 +73,7 @@ namespace detail {
 class [[nodiscard]] OpenAwait {
 public:
     OpenAwait(const char* path, Result<int> flags, mode_t mode) noexcept
-        : err_(flags.error()), op_(AT_FDCWD, path, flags.value_or(0), mode) {}
+        : err_(flags.error()), path_(path), op_(AT_FDCWD, path, flags.value_or(0), mode) {}
     bool await_ready() const noexcept { return static_cast<bool>(err_); } // bad options: no operation
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
@@ -83,6 +83,7 @@ public:
 
 private:
     std::error_code err_;
+    const char* path_; // for an error's note ("open /etc/missing")
     op::Openat op_;
 };
 
@@ -100,7 +101,7 @@ public:
         int r = op_.await_resume();
         if (r == -EOPNOTSUPP) // the probe lacks the opcode (before 6.9)
             r = ::ftruncate(fd_, static_cast<off_t>(len_)) == 0 ? 0 : -errno;
-        return Result<void>::from_res(r);
+        return Result<void>::from_res(r, ringo::detail::what::truncate);
     }
 
 private:
@@ -108,12 +109,13 @@ private:
     std::uint64_t len_;
     op::Ftruncate op_;
 };
-using ReadAt = ResultOp<op::Read, std::size_t>;
-using WriteAt = ResultOp<op::Write, std::size_t>;
-using ReadAtFixed = ResultOp<op::ReadFixed, std::size_t>;
-using WriteAtFixed = ResultOp<op::WriteFixed, std::size_t>;
-using SyncAwait = ResultOp<op::Fsync, void>;
-using AllocateAwait = ResultOp<op::Fallocate, void>;
+namespace what = ringo::detail::what;
+using ReadAt = ResultOp<op::Read, std::size_t, what::read>;
+using WriteAt = ResultOp<op::Write, std::size_t, what::write>;
+using ReadAtFixed = ResultOp<op::ReadFixed, std::size_t, what::read>;
+using WriteAtFixed = ResultOp<op::WriteFixed, std::size_t, what::write>;
+using SyncAwait = ResultOp<op::Fsync, void, what::fsync>;
+using AllocateAwait = ResultOp<op::Fallocate, void, what::fallocate>;
 using MetadataAwait = StatxAwait<YieldMetadata>;
 using SizeAwait = StatxAwait<YieldSize>;
 } // namespace detail
@@ -135,7 +137,7 @@ using SizeAwait = StatxAwait<YieldSize>;
 /// operation yields ECANCELED without being submitted, except close(), which always closes.
 ///
 ///     auto f = co_await fs::File::open("data.bin");
-///     if (!f) co_return f.error();
+///     if (!f) co_return f.failure();
 ///     std::array<std::byte, 4096> buf;
 ///     auto n = co_await f->read_at(buf, 0);
 class File {
@@ -191,7 +193,7 @@ public:
             [this, buf, offset](std::size_t done) {
                 return op::read(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
             },
-            buf.size(), Error::unexpected_eof);
+            buf.size(), Error::unexpected_eof, ringo::detail::FailNote{detail::what::read});
     }
     /// Writes all of `buf` at `offset`, writing again after short writes. A write that moves
     /// nothing is fs::Error::write_zero; a full file system is ENOSPC (what was written
@@ -201,7 +203,7 @@ public:
             [this, buf, offset](std::size_t done) {
                 return op::write(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
             },
-            buf.size(), Error::write_zero);
+            buf.size(), Error::write_zero, ringo::detail::FailNote{detail::what::write});
     }
     auto write_all_at(std::string_view s, std::uint64_t offset) {
         return write_all_at(std::as_bytes(std::span<const char>(s.data(), s.size())), offset);
@@ -319,10 +321,10 @@ private:
 
 inline Result<File> detail::OpenAwait::await_resume() noexcept {
     if (err_)
-        return err_;
+        return Result<File>(err_, ringo::detail::ErrorNote::made(detail::what::open, path_));
     int r = op_.await_resume();
     if (r < 0)
-        return errno_code(r);
+        return Result<File>(errno_code(r), ringo::detail::ErrorNote::made(detail::what::open, path_));
     return File(Fd(r));
 }
 

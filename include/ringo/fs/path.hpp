@@ -30,7 +30,7 @@ namespace ringo::fs {
 inline Task<Result<std::string>> read_file(PathRef path) {
     Result<File> f = co_await File::open(path);
     if (!f)
-        co_return f.error();
+        co_return f.failure();
     co_return co_await f->read_to_end();
 }
 
@@ -39,7 +39,7 @@ inline Task<Result<std::string>> read_file(PathRef path) {
 inline Task<Result<void>> write_file(PathRef path, std::span<const std::byte> data) {
     Result<File> f = co_await File::create(path);
     if (!f)
-        co_return f.error();
+        co_return f.failure();
     Result<void> w = co_await f->write_all_at(data, 0);
     Result<void> c = co_await f->close();
     co_return w ? c : w;
@@ -49,19 +49,24 @@ inline Task<Result<void>> write_file(PathRef path, std::string_view data) {
 }
 
 /// Removes a file (unlink(2)): ENOENT when missing, EISDIR for a directory.
-inline auto remove(PathRef path) noexcept { return detail::ResultOp<op::Unlinkat, void>(AT_FDCWD, path.c_str(), 0); }
+inline auto remove(PathRef path) noexcept {
+    return ringo::detail::PathResultOp<op::Unlinkat, void, ringo::detail::what::remove>(AT_FDCWD, path.c_str(), 0);
+}
 /// Removes an empty directory (rmdir(2)): ENOTEMPTY when it is not empty, ENOTDIR for a file.
 inline auto remove_dir(PathRef path) noexcept {
-    return detail::ResultOp<op::Unlinkat, void>(AT_FDCWD, path.c_str(), AT_REMOVEDIR);
+    return ringo::detail::PathResultOp<op::Unlinkat, void, ringo::detail::what::remove_dir>(AT_FDCWD, path.c_str(),
+                                                                                            AT_REMOVEDIR);
 }
 /// Renames `from` to `to`, replacing `to` when it is a file (rename(2)).
 inline auto rename(PathRef from, PathRef to) noexcept {
-    return detail::ResultOp<op::Renameat, void>(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), 0u);
+    return ringo::detail::PathResultOp<op::Renameat, void, ringo::detail::what::rename>(AT_FDCWD, from.c_str(),
+                                                                                        AT_FDCWD, to.c_str(), 0u);
 }
 /// Creates a directory (mkdir(2); `mode` before the umask): EEXIST when the path exists,
 /// ENOENT when its parent does not.
 inline auto create_dir(PathRef path, mode_t mode = 0777) noexcept {
-    return detail::ResultOp<op::Mkdirat, void>(AT_FDCWD, path.c_str(), mode);
+    return ringo::detail::PathResultOp<op::Mkdirat, void, ringo::detail::what::create_dir>(AT_FDCWD, path.c_str(),
+                                                                                           mode);
 }
 /// The Metadata of what `path` names, following symbolic links.
 inline auto metadata(PathRef path) noexcept {
@@ -102,7 +107,7 @@ inline Task<Result<void>> create_dirs(PathRef path, mode_t mode = 0777) {
         if (r == -EEXIST) {
             Result<Metadata> m = co_await metadata(p.c_str());
             if (!m)
-                co_return m.error();
+                co_return m.failure();
             if (!m->is_dir())
                 co_return errno_code(last ? -EEXIST : -ENOTDIR);
             r = 0;
@@ -184,10 +189,10 @@ inline Task<Result<std::uint64_t>> copy(PathRef from, PathRef to, CopyOptions o 
     o.chunk = std::min(o.chunk, op::max_rw_count);
     Result<File> src = co_await File::open(from);
     if (!src)
-        co_return src.error();
+        co_return src.failure();
     Result<Metadata> sm = co_await src->metadata();
     if (!sm)
-        co_return sm.error();
+        co_return sm.failure();
     if (sm->is_dir())
         co_return errno_code(-EISDIR);
     Result<Metadata> dm = co_await metadata(to); // not inside the if: GCC 12.2 miscompiles co_await there
@@ -195,10 +200,10 @@ inline Task<Result<std::uint64_t>> copy(PathRef from, PathRef to, CopyOptions o 
         co_return std::make_error_code(std::errc::invalid_argument); // the same file: O_TRUNC would empty it
     Result<File> dst = co_await File::open(to, {.write = true, .create = true, .truncate = true}, sm->permissions());
     if (!dst)
-        co_return dst.error();
+        co_return dst.failure();
     dm = co_await dst->metadata();
     if (!dm)
-        co_return dm.error();
+        co_return dm.failure();
     // Only a regular file takes the source's mode: a device or FIFO (copying to /dev/null, say)
     // keeps its own.
     if (dm->is_file() && ::fchmod(dst->get(), sm->permissions()) != 0)
@@ -213,10 +218,10 @@ inline Task<Result<std::uint64_t>> copy(PathRef from, PathRef to, CopyOptions o 
     std::vector<Result<void>> results = co_await when_all(std::move(branches));
     for (Result<void>& r : results)
         if (!r)
-            co_return r.error();
+            co_return r.failure();
     Result<void> c = co_await dst->close();
     if (!c)
-        co_return c.error();
+        co_return c.failure();
     co_return st.copied;
 }
 

@@ -224,7 +224,7 @@ private:
             if (want >= cap_) { // straight into dst
                 Result<std::size_t> r = co_await inner_.read(dst + done, want);
                 if (!r)
-                    co_return r.error();
+                    co_return r.failure();
                 if (*r == 0)
                     co_return make_error_code(IoError::unexpected_eof);
                 done += *r;
@@ -232,7 +232,7 @@ private:
                 pos_ = end_ = 0;
                 Result<std::size_t> r = co_await inner_.read(buf_.get(), cap_);
                 if (!r)
-                    co_return r.error();
+                    co_return r.failure();
                 if (*r == 0)
                     co_return make_error_code(IoError::unexpected_eof);
                 end_ = *r;
@@ -255,7 +255,7 @@ private:
                 pos_ = end_ = 0;
                 Result<std::size_t> r = co_await inner_.read(buf_.get(), cap_);
                 if (!r)
-                    co_return r.error();
+                    co_return r.failure();
                 if (*r == 0)
                     break; // the end of the stream
                 end_ = *r;
@@ -402,7 +402,7 @@ private:
                         used_ -= done;
                     }
                     if (!r)
-                        co_return r.error();
+                        co_return r.failure();
                     co_return make_error_code(IoError::write_zero);
                 }
                 done += *r;

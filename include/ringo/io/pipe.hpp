@@ -81,8 +81,8 @@ struct [[nodiscard]] WriteFlags : op::Op<WriteFlags> {
     int rwf_;
 };
 
-using PipeRead = ResultOp<op::Read, std::size_t>;
-using PipeWrite = ResultOp<WriteFlags, std::size_t>;
+using PipeRead = ResultOp<op::Read, std::size_t, what::read>;
+using PipeWrite = ResultOp<WriteFlags, std::size_t, what::write>;
 
 class PipeAwait;
 
@@ -115,7 +115,7 @@ public:
         auto* p = static_cast<std::byte*>(buf);
         return detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::read(fd_, p + done, len - done, op::current_pos); }, len,
-            IoError::unexpected_eof);
+            IoError::unexpected_eof, detail::FailNote{detail::what::read});
     }
     auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 };
@@ -153,7 +153,7 @@ public:
         int rwf = detail::pipe_write_flags();
         return detail::ExactAwait(
             [this, p, len, rwf](std::size_t done) { return detail::WriteFlags(fd_, p + done, len - done, rwf); }, len,
-            IoError::write_zero);
+            IoError::write_zero, detail::FailNote{detail::what::write});
     }
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends (a temporary inside the
@@ -197,7 +197,7 @@ public:
         if (r == -EOPNOTSUPP || r == -ENXIO) // before 6.16, or outside a runtime
             r = ::pipe2(fds_, O_CLOEXEC) == 0 ? 0 : -errno;
         if (r < 0)
-            return errno_code(r);
+            return Result<PipeEnds>(errno_code(r), "pipe");
         return PipeEnds{PipeReader(Fd(std::exchange(fds_[0], -1))), PipeWriter(Fd(std::exchange(fds_[1], -1)))};
     }
 
@@ -212,7 +212,7 @@ private:
 /// pipe2(2) on an older kernel or outside a runtime; no frame, no allocation.
 ///
 ///     auto p = co_await ringo::pipe();
-///     if (!p) co_return p.error();
+///     if (!p) co_return p.failure();
 ///     auto [reader, writer] = std::move(*p);
 inline detail::PipeAwait pipe() noexcept { return {}; }
 

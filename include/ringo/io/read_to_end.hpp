@@ -47,7 +47,7 @@ Task<Result<std::size_t>> read_to_end(Stream& stream, Buffer& out,
         Result<std::size_t> r = co_await stream.read(reinterpret_cast<std::byte*>(out.data()) + len, room);
         if (!r) {
             out.resize(len);
-            co_return r.error();
+            co_return r.failure();
         }
         if (*r == 0)
             break;

@@ -123,7 +123,7 @@ inline Result<std::vector<SocketAddr>> lookup_host(const std::string& host, std:
 /// cancellation (docs/blocking.md).
 ///
 ///     auto addrs = co_await ringo::net::resolve("localhost", 8080);
-///     if (!addrs) co_return addrs.error();          // addrs.message(): "Name or service not known"
+///     if (!addrs) co_return addrs.failure();          // addrs.message(): "Name or service not known"
 ///     auto s = co_await ringo::net::TcpStream::connect(addrs->front());
 inline Task<Result<std::vector<SocketAddr>>> resolve(std::string host, std::uint16_t port, int family = AF_UNSPEC) {
     if (family != AF_UNSPEC && family != AF_INET && family != AF_INET6)

@@ -41,7 +41,7 @@ namespace ringo::net {
 /// valid until the await ends.
 ///
 ///     auto s = co_await ringo::net::TcpStream::connect(*ringo::net::SocketAddr::parse("127.0.0.1:7"));
-///     if (!s) co_return s.error();
+///     if (!s) co_return s.failure();
 ///     auto w = co_await s->write_all("ping");
 ///     char buf[4];
 ///     auto r = co_await s->read_exact(buf, sizeof buf);
@@ -103,7 +103,7 @@ using Accepted = BasicAccepted<TcpStream>;
 /// A listening TCP socket: owns its descriptor and accepts connections as TcpStreams.
 ///
 ///     auto l = co_await ringo::net::TcpListener::bind(ringo::net::SocketAddr::v4_loopback(0));
-///     if (!l) co_return l.error();
+///     if (!l) co_return l.failure();
 ///     auto port = l->local_addr()->port();          // the port the kernel picked
 ///     auto c = co_await l->accept();                // Result<Accepted>
 ///     if (c) { auto [stream, peer] = std::move(*c); ... }

@@ -26,7 +26,7 @@ namespace ringo::net {
 /// set_broadcast, local_addr and peer_addr are plain system calls.
 ///
 ///     auto s = co_await ringo::net::UdpSocket::bind(ringo::net::SocketAddr::v4_any(0));
-///     if (!s) co_return s.error();
+///     if (!s) co_return s.failure();
 ///     char buf[1500];
 ///     auto d = co_await s->recv_from(buf, sizeof buf);     // Result<Datagram>
 ///     if (d) co_await s->send_to(buf, d->size, d->peer);   // echo it back

@@ -27,7 +27,7 @@ namespace ringo::net {
 /// of pair()).
 ///
 ///     auto s = co_await ringo::net::UnixStream::connect(*ringo::net::SocketAddr::unix_path("/run/app.sock"));
-///     if (!s) co_return s.error();                 // ENOENT: no such file, ECONNREFUSED: nobody listens
+///     if (!s) co_return s.failure();                 // ENOENT: no such file, ECONNREFUSED: nobody listens
 ///     auto w = co_await s->write_all("ping");
 class UnixStream : public detail::StreamSocket<UnixStream> {
 public:

@@ -20,27 +20,34 @@ namespace ringo::fs::detail {
 
 using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result<T>
 
+/// The note of a statx that failed: "stat PATH", or "stat" for an open file's (path "").
+inline ringo::detail::ErrorNote stat_note(const char* path) noexcept {
+    if (path == nullptr || *path == '\0')
+        return ringo::detail::ErrorNote(ringo::detail::what::stat);
+    return ringo::detail::ErrorNote::made(ringo::detail::what::stat, path);
+}
+
 /// What a statx yields: the Metadata, the size, or whether the path exists.
 struct YieldMetadata {
-    static Result<Metadata> from(int r, const struct statx& s) noexcept {
+    static Result<Metadata> from(int r, const struct statx& s, const char* path) noexcept {
         if (r < 0)
-            return errno_code(r);
+            return Result<Metadata>(errno_code(r), stat_note(path));
         return Metadata::from_statx(s);
     }
 };
 struct YieldSize {
-    static Result<std::uint64_t> from(int r, const struct statx& s) noexcept {
+    static Result<std::uint64_t> from(int r, const struct statx& s, const char* path) noexcept {
         if (r < 0)
-            return errno_code(r);
+            return Result<std::uint64_t>(errno_code(r), stat_note(path));
         return std::uint64_t{s.stx_size};
     }
 };
 struct YieldExists {
-    static Result<bool> from(int r, const struct statx&) noexcept {
+    static Result<bool> from(int r, const struct statx&, const char* path) noexcept {
         if (r == -ENOENT || r == -ENOTDIR)
             return false;
         if (r < 0)
-            return errno_code(r);
+            return Result<bool>(errno_code(r), stat_note(path));
         return true;
     }
 };
@@ -53,7 +60,8 @@ struct YieldExists {
 template <class Yield>
 class [[nodiscard]] StatxAwait {
 public:
-    StatxAwait(int dfd, const char* path, int flags) noexcept : op_(dfd, path, flags, STATX_BASIC_STATS, nullptr) {}
+    StatxAwait(int dfd, const char* path, int flags) noexcept
+        : path_(path), op_(dfd, path, flags, STATX_BASIC_STATS, nullptr) {}
     StatxAwait(StatxAwait&&) noexcept = default;
     StatxAwait(const StatxAwait&) = delete;
     StatxAwait& operator=(const StatxAwait&) = delete;
@@ -63,10 +71,11 @@ public:
         op_.out_ = &stx_;
         return op_.await_suspend(h);
     }
-    auto await_resume() noexcept { return Yield::from(op_.await_resume(), stx_); }
+    auto await_resume() noexcept { return Yield::from(op_.await_resume(), stx_, path_); }
 
 private:
     struct statx stx_ {};
+    const char* path_;
     op::Statx op_;
 };
 

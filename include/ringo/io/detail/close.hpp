@@ -19,7 +19,7 @@ public:
     bool await_suspend(std::coroutine_handle<P> h) {
         return close_.await_suspend(h);
     }
-    Result<void> await_resume() noexcept { return Result<void>::from_res(close_.await_resume()); }
+    Result<void> await_resume() noexcept { return Result<void>::from_res(close_.await_resume(), "close"); }
 
 private:
     FdClose close_;

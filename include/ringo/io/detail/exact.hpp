@@ -9,6 +9,7 @@
 #include <utility>
 
 #include <ringo/core/task.hpp>
+#include <ringo/io/detail/fail_note.hpp>
 #include <ringo/io/error.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/op/base.hpp>
@@ -44,13 +45,15 @@ class [[nodiscard]] ExactAwait : private RepeatOp {
                   "ringo::detail::ExactAwait: a step is an op:: operation yielding a count");
 
 public:
-    ExactAwait(Step step, std::size_t len, IoError on_zero) noexcept(std::is_nothrow_move_constructible_v<Step>)
-        : step_(std::move(step)), len_(len), on_zero_(on_zero) {
+    /// `note` says what failed, for the error's note (made only then).
+    ExactAwait(Step step, std::size_t len, IoError on_zero,
+               FailNote note = {}) noexcept(std::is_nothrow_move_constructible_v<Step>)
+        : step_(std::move(step)), len_(len), on_zero_(on_zero), note_(note) {
         init();
     }
     // Before the await only (an awaitable being awaited is never moved).
     ExactAwait(ExactAwait&& o) noexcept(std::is_nothrow_move_constructible_v<Step>)
-        : step_(std::move(o.step_)), len_(o.len_), on_zero_(o.on_zero_) {
+        : step_(std::move(o.step_)), len_(o.len_), on_zero_(o.on_zero_), note_(o.note_) {
         init();
     }
     ExactAwait& operator=(ExactAwait&&) = delete;
@@ -87,8 +90,8 @@ public:
         if (done_ == len_)
             return {};
         if (res < 0)
-            return errno_code(res);
-        return make_error_code(on_zero_);
+            return Result<void>(errno_code(res), note_.make());
+        return Result<void>(make_error_code(on_zero_), note_.make());
     }
 
 private:
@@ -156,6 +159,7 @@ private:
     std::size_t len_;
     std::size_t done_ = 0;
     IoError on_zero_;
+    FailNote note_;
     CancelCtx* ctx_ = nullptr;
 };
 

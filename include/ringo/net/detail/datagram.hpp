@@ -48,7 +48,12 @@ public:
         op_.len_ = to_.size();
         return op_.await_suspend(h);
     }
-    Result<void> await_resume() noexcept { return result_of<void>(op_.await_resume()); }
+    Result<void> await_resume() noexcept {
+        const int r = op_.await_resume();
+        if (r < 0) [[unlikely]]
+            return Result<void>(errno_code(r), addr_note("connect to", to_));
+        return {};
+    }
 
 private:
     SocketAddr to_;
@@ -78,7 +83,12 @@ public:
         op_.msg_ = &msg_;
         return op_.await_suspend(h);
     }
-    Result<std::size_t> await_resume() noexcept { return result_of<std::size_t>(op_.await_resume()); }
+    Result<std::size_t> await_resume() noexcept {
+        const int r = op_.await_resume();
+        if (r < 0) [[unlikely]]
+            return Result<std::size_t>(errno_code(r), addr_note("send to", to_));
+        return static_cast<std::size_t>(r);
+    }
 
 private:
     SocketAddr to_;
@@ -112,7 +122,7 @@ public:
     Result<Datagram> await_resume() noexcept {
         int r = op_.await_resume();
         if (r < 0)
-            return errno_code(r);
+            return Result<Datagram>(errno_code(r), ringo::detail::what::recv);
         *peer_.size_ptr() = msg_.msg_namelen; // what the kernel wrote back
         auto n = static_cast<std::size_t>(r);
         return Datagram{n < iov_.iov_len ? n : iov_.iov_len, peer_, n > iov_.iov_len};
@@ -156,17 +166,19 @@ public:
     /// Sends one datagram to the connected peer: the bytes sent (all of them) or the error
     /// (EMSGSIZE when it is too long for one datagram, EDESTADDRREQ when not connected,
     /// ECONNREFUSED after the peer said nothing listens). One IORING_OP_SEND.
-    SendAwait send(const void* buf, std::size_t len) noexcept {
-        return SendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL);
+    DatagramSendAwait send(const void* buf, std::size_t len) noexcept {
+        return DatagramSendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL);
     }
-    SendAwait send(std::span<const std::byte> buf) noexcept { return send(buf.data(), buf.size()); }
-    SendAwait send(std::string_view s) noexcept { return send(s.data(), s.size()); }
+    DatagramSendAwait send(std::span<const std::byte> buf) noexcept { return send(buf.data(), buf.size()); }
+    DatagramSendAwait send(std::string_view s) noexcept { return send(s.data(), s.size()); }
 
     /// Receives one datagram (from the connected peer, if connected): the bytes stored. A
     /// datagram longer than `len` is cut to `len` and the rest is lost, without a sign of it:
     /// use recv_from to see it. One IORING_OP_RECV.
-    RecvAwait recv(void* buf, std::size_t len) noexcept { return RecvAwait(op::FileRef(this->fd_), buf, len, 0); }
-    RecvAwait recv(std::span<std::byte> buf) noexcept { return recv(buf.data(), buf.size()); }
+    DatagramRecvAwait recv(void* buf, std::size_t len) noexcept {
+        return DatagramRecvAwait(op::FileRef(this->fd_), buf, len, 0);
+    }
+    DatagramRecvAwait recv(std::span<std::byte> buf) noexcept { return recv(buf.data(), buf.size()); }
 
     /// Sends one datagram to `to`. One IORING_OP_SENDMSG (the address, msghdr and iovec in
     /// the awaitable).

@@ -32,10 +32,15 @@ struct ListenOptions {
 
 namespace detail {
 
-using ringo::detail::ResultOp; // an operation awaited as it is, yielding Result<T>
+using ringo::detail::ResultOp;       // an operation awaited as it is, yielding Result<T>
+using ringo::detail::SocketResultOp; // the same, an error noted with the peer's address
+namespace what = ringo::detail::what;
 
-using RecvAwait = ResultOp<op::Recv, std::size_t>; // read / recv: the bytes received
-using SendAwait = ResultOp<op::Send, std::size_t>; // write / send: the bytes sent
+// A stream's read and write, a datagram socket's recv and send: the bytes moved.
+using RecvAwait = SocketResultOp<op::Recv, std::size_t, what::read, what::read_from>;
+using SendAwait = SocketResultOp<op::Send, std::size_t, what::write, what::write_to>;
+using DatagramRecvAwait = SocketResultOp<op::Recv, std::size_t, what::recv, what::recv_from>;
+using DatagramSendAwait = SocketResultOp<op::Send, std::size_t, what::send, what::send_to>;
 
 /// A new socket (`type` | SOCK_CLOEXEC): IORING_OP_SOCKET, or socket(2) on a kernel before
 /// 5.19. The descriptor or -errno.
@@ -50,6 +55,16 @@ inline Task<int> open_socket(int family, int type, int protocol) {
 }
 
 inline bool is_ip(const SocketAddr& a) noexcept { return a.is_v4() || a.is_v6(); }
+
+/// `with` and the address ("connect to 127.0.0.1:9"): what failed, for Result's messages.
+/// Made only on an error path.
+inline ringo::detail::ErrorNote addr_note(const char* with, const SocketAddr& a) noexcept {
+    try {
+        return ringo::detail::ErrorNote::made(with, a.to_string());
+    } catch (...) { // no memory for the text
+        return ringo::detail::ErrorNote(with);
+    }
+}
 
 inline Result<SocketAddr> sock_name(int fd, bool peer) noexcept {
     SocketAddr a;
@@ -115,15 +130,17 @@ Task<Result<S>> bind_as(SocketAddr addr, bool family_ok, BindSpec spec) {
         co_return std::make_error_code(std::errc::address_family_not_supported);
     int s = co_await open_socket(addr.family(), spec.type, spec.protocol);
     if (s < 0)
-        co_return errno_code(s);
+        co_return Result<S>(errno_code(s), addr_note("socket for", addr));
     Fd fd(s);
     if (int e = set_bind_options(s, spec); e < 0)
-        co_return errno_code(e);
+        co_return Result<S>(errno_code(e), addr_note("set options to bind", addr));
     int r = co_await op::bind(fd, addr.data(), addr.size());
-    if (r == 0 && spec.listen)
+    if (r < 0)
+        co_return Result<S>(errno_code(r), addr_note("bind", addr));
+    if (spec.listen)
         r = co_await op::listen(fd, spec.opts.backlog);
     if (r < 0)
-        co_return errno_code(r);
+        co_return Result<S>(errno_code(r), addr_note("listen on", addr));
     co_return S(std::move(fd));
 }
 
@@ -135,11 +152,13 @@ Result<S> bind_sync_as(const SocketAddr& addr, bool family_ok, const BindSpec& s
         return std::make_error_code(std::errc::address_family_not_supported);
     Fd fd(::socket(addr.family(), spec.type | SOCK_CLOEXEC, spec.protocol));
     if (!fd)
-        return errno_code(errno);
+        return Result<S>(errno_code(errno), addr_note("socket for", addr));
     if (int e = set_bind_options(fd.get(), spec); e < 0)
-        return errno_code(e);
-    if (::bind(fd.get(), addr.data(), addr.size()) != 0 || (spec.listen && ::listen(fd.get(), spec.opts.backlog) != 0))
-        return errno_code(errno);
+        return Result<S>(errno_code(e), addr_note("set options to bind", addr));
+    if (::bind(fd.get(), addr.data(), addr.size()) != 0)
+        return Result<S>(errno_code(errno), addr_note("bind", addr));
+    if (spec.listen && ::listen(fd.get(), spec.opts.backlog) != 0)
+        return Result<S>(errno_code(errno), addr_note("listen on", addr));
     return S(std::move(fd));
 }
 
@@ -153,18 +172,18 @@ Task<Result<S>> connect_as(SocketAddr addr, bool family_ok, int type, int protoc
         co_return std::make_error_code(std::errc::address_family_not_supported);
     int s = co_await open_socket(addr.family(), type, protocol);
     if (s < 0)
-        co_return errno_code(s);
+        co_return Result<S>(errno_code(s), addr_note("socket for", addr));
     Fd fd(s);
     int r;
     if (timeout) {
         r = co_await with_timeout(op::connect(fd, addr.data(), addr.size()), *timeout);
         if (r == -ETIME)
-            co_return std::make_error_code(std::errc::timed_out);
+            co_return Result<S>(std::make_error_code(std::errc::timed_out), addr_note("connect to", addr));
     } else {
         r = co_await op::connect(fd, addr.data(), addr.size());
     }
     if (r < 0)
-        co_return errno_code(r);
+        co_return Result<S>(errno_code(r), addr_note("connect to", addr));
     co_return S(std::move(fd));
 }
 

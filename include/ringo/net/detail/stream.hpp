@@ -36,7 +36,7 @@ struct BasicAccepted {
 
 namespace detail {
 
-using ShutdownAwait = ResultOp<op::Shutdown, void>;
+using ShutdownAwait = SocketResultOp<op::Shutdown, void, what::shutdown, what::shutdown_of>;
 
 /// A connected stream socket (TcpStream, UnixStream): read, write, read_exact, write_all,
 /// shutdown, peer_addr, and SocketBase's close, local_addr and descriptor access.
@@ -91,7 +91,7 @@ public:
         auto* p = static_cast<std::byte*>(buf);
         return ringo::detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::recv(this->fd_, p + done, len - done, 0); }, len,
-            Error::unexpected_eof);
+            Error::unexpected_eof, ringo::detail::FailNote{what::read, what::read_from, this->fd_.get()});
     }
     auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 
@@ -104,7 +104,7 @@ public:
             [this, p, len, flags](std::size_t done) {
                 return op::send(this->fd_, p + done, len - done, MSG_NOSIGNAL | flags);
             },
-            len, Error::write_zero);
+            len, Error::write_zero, ringo::detail::FailNote{what::write, what::write_to, this->fd_.get()});
     }
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends: a temporary std::string is
@@ -132,7 +132,7 @@ protected:
 template <class Stream>
 class [[nodiscard]] AcceptAwait {
 public:
-    explicit AcceptAwait(op::FileRef fd) noexcept : op_(fd, nullptr, nullptr, SOCK_CLOEXEC) {}
+    explicit AcceptAwait(op::FileRef fd) noexcept : fd_(fd), op_(fd, nullptr, nullptr, SOCK_CLOEXEC) {}
     AcceptAwait(AcceptAwait&&) noexcept = default;
     AcceptAwait(const AcceptAwait&) = delete;
     AcceptAwait& operator=(const AcceptAwait&) = delete;
@@ -145,12 +145,14 @@ public:
     }
     Result<BasicAccepted<Stream>> await_resume() noexcept {
         int r = op_.await_resume();
-        if (r < 0)
-            return errno_code(r);
+        if (r < 0) [[unlikely]]
+            return Result<BasicAccepted<Stream>>(
+                errno_code(r), ringo::detail::local_note(what::accept, what::accept_on, fd_.fixed() ? -1 : fd_.raw()));
         return BasicAccepted<Stream>{Stream(Fd(r)), peer_};
     }
 
 private:
+    op::FileRef fd_; // the listener (for an error's note)
     SocketAddr peer_;
     op::Accept op_;
 };
