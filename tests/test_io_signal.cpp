@@ -474,6 +474,29 @@ TEST_F(Signals, WaitSignalIsOneShot) {
     EXPECT_FALSE(blocked(SIGUSR2));
 }
 
+// The signals as plain arguments, so the call stands inside co_await: GCC 12 rejects the
+// braced list there (GCC Bugzilla PR 103871), which the initializer_list form needs.
+TEST_F(Signals, WaitSignalTakesTheSignalsAsArgumentsInsideCoAwait) {
+    sigset_t old = ringo::block_signals({SIGUSR2}); // pending until a set reads it
+    ::raise(SIGUSR2);
+    ASSERT_TRUE(pending(SIGUSR2));
+    int got = ringo::block_on([]() -> Task<int> { co_return co_await ringo::wait_signal(SIGUSR1, SIGUSR2); }());
+    EXPECT_EQ(got, SIGUSR2);
+    EXPECT_FALSE(pending(SIGUSR2));
+    EXPECT_TRUE(blocked(SIGUSR2));  // blocked before the set: stays blocked
+    EXPECT_FALSE(blocked(SIGUSR1)); // blocked by the set: unblocked when it went
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    // One signal, and a bad one refused when wait_signal is called, as SignalSet refuses it.
+    EXPECT_FALSE(blocked(SIGUSR1));
+    {
+        Task<int> one = ringo::wait_signal(SIGUSR1);
+        EXPECT_TRUE(blocked(SIGUSR1));
+    }
+    EXPECT_FALSE(blocked(SIGUSR1));
+    EXPECT_THROW((void)ringo::wait_signal(SIGUSR1, 0), std::invalid_argument);
+    EXPECT_FALSE(blocked(SIGUSR1));
+}
+
 /// Whether every thread of this process blocks `sig` (from /proc/self/task/*/status).
 bool every_thread_blocks(int sig, int* threads) {
     *threads = 0;

@@ -22,6 +22,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 #include <utility>
 
 #include <ringo/core/runtime.hpp>
@@ -314,11 +315,24 @@ namespace detail {
 inline Task<int> wait_one_signal(SignalSet s) { co_return co_await s.next(); }
 } // namespace detail
 
-/// One-shot: `co_await ringo::wait_signal({SIGINT, SIGTERM})` yields the first of them to
+/// One-shot: `co_await ringo::wait_signal(SIGINT, SIGTERM)` yields the first of them to
 /// arrive (or -errno, as SignalSet::next). The set is made (and the signals blocked) when
 /// wait_signal is called, so a signal arriving before the co_await is not missed; it goes
 /// when the await ends, with SignalSet's mask rule: unless they were blocked before (see
 /// block_signals), the signals are unblocked again and the next Ctrl-C ends the process.
+/// Throws std::invalid_argument as SignalSet does.
+///
+/// The signals are plain arguments, so the call can stand inside `co_await`: GCC before 13
+/// rejects a braced list there ("array used as initializer", GCC Bugzilla PR 103871), which
+/// the std::initializer_list form below needs.
+template <class... More>
+requires(std::is_convertible_v<More, int>&&...) [[nodiscard]] Task<int> wait_signal(int signal, More... more) {
+    return detail::wait_one_signal(SignalSet{signal, static_cast<int>(more)...});
+}
+
+/// wait_signal with the signals as a list: `ringo::wait_signal({SIGINT, SIGTERM})`, for a
+/// call outside `co_await` (block_on, a Task kept in a variable) or a compiler that takes a
+/// braced list in `co_await` (GCC 13 and later, Clang).
 [[nodiscard]] inline Task<int> wait_signal(std::initializer_list<int> signals) {
     return detail::wait_one_signal(SignalSet(signals));
 }
