@@ -10,7 +10,9 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -27,6 +29,9 @@
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include <linux/magic.h>
+#include <linux/openat2.h>
 
 #include <ringo/uring/compat.hpp>
 
@@ -238,6 +243,10 @@ struct EpollEngine::Impl {
         State state = State::free;
         bool cancelled = false;
         bool connecting = false; // a connect that got EINPROGRESS: the next step reads SO_ERROR
+        // A positional call sent to the pool on the word of the descriptor's cached kind (a
+        // regular file) without looking again: -ESPIPE from the pool then means the number
+        // names a stream now, and the operation starts over (take_pool_results).
+        bool recheck = false;
     };
     struct FdState {
         Kind kind = Kind::unknown;
@@ -246,7 +255,20 @@ struct EpollEngine::Impl {
         // Any other descriptor may be closed behind the engine's back and its number reused:
         // it is looked at again at a call that finds nothing waiting on it.
         bool owned = false;
-        bool regular = false;       // a regular file (read_at_once), as kind_of last found it
+        bool regular = false; // a regular file (read_at_once), as kind_of last found it
+        bool direct = false;  // ... opened with O_DIRECT (its reads go to the pool)
+        // Opened by the engine (openat, openat2): `direct` is from the open's flags, and a
+        // statx of the descriptor says what it is (statx_at_once) without an fstat.
+        bool opened = false;
+        // A waiter parked on this descriptor without a registration call (owned, registered
+        // before): counted in unverified_fds until an event for it or verify_registrations.
+        bool unverified = false;
+        // A stream socket the engine made (SOCK_STREAM), and whether its last read found its
+        // queue empty: an EAGAIN, or fewer bytes than asked (a stream socket's read copies what
+        // is queued until the buffer is full). A read of a drained socket waits for its next
+        // edge without a first try (an event undrains it).
+        bool stream = false;
+        bool drained = false;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
@@ -282,6 +304,10 @@ struct EpollEngine::Impl {
     std::condition_variable done_cv;
     Pending* done_head = nullptr;
     unsigned on_pool = 0; // guarded by done_m
+    // Whether done_head may hold results: read without the lock at every enter, so that an
+    // enter with nothing back from the pool takes no lock (set under done_m; a result posted
+    // after a look that missed it also writes wake_fd, and the wait looks again).
+    std::atomic<bool> done_any{false};
 
     // SIGPIPE: io_uring's writes to a pipe whose reader left yield -EPIPE and raise no signal.
     // The engine's runtime thread keeps SIGPIPE blocked while the engine lives and takes the
@@ -306,6 +332,7 @@ struct EpollEngine::Impl {
         cqes.resize(cq_entries);
         fds.resize(1024); // the usual descriptor limit: the first call on a descriptor allocates nothing
         heap.reserve(64);
+        devs.reserve(max_devs); // (statx_at_once allocates nothing)
         sq_array.resize(sq_entries);
         epfd = ::epoll_create1(EPOLL_CLOEXEC);
         if (epfd < 0)
@@ -398,6 +425,7 @@ struct EpollEngine::Impl {
         p->eng = this;
         p->cancelled = false;
         p->connecting = false;
+        p->recheck = false;
         p->heap_index = static_cast<std::size_t>(-1);
         p->res = 0;
         p->cflags = 0;
@@ -474,12 +502,41 @@ struct EpollEngine::Impl {
     // The operation ended with `res`: its CQE, then what its link does.
     // A descriptor this engine just made (accept, socket): whatever the engine knew of an
     // earlier descriptor of that number is gone.
-    void made(std::uint8_t opcode, int fd) {
-        if (fd < 0 || (opcode != opc::accept && opcode != opc::socket))
+    // (openat's and openat2's too, though what they made is looked at again at each call that
+    // goes to the pool: see start.)
+    void made(const io_uring_sqe& sqe, int fd) {
+        const std::uint8_t opcode = sqe.opcode;
+        if (fd < 0)
             return;
+        if (opcode == opc::openat || opcode == opc::openat2) {
+            // (openat2's open_how is still the caller's, the operation not completed yet; read
+            // as the kernel reads it, and unknown when it cannot be: then as O_DIRECT, the pool's
+            // way. An open made at once sets it from its own copy: open_at_once.)
+            std::uint64_t flags = sqe.open_flags;
+            if (opcode == opc::openat2) {
+                open_how how{};
+                flags = copy_in(&how, sqe.off, sizeof how) ? how.flags : O_DIRECT;
+            }
+            FdState& st = fd_state(fd);
+            reset_fd(st);
+            st.opened = true;
+            st.direct = (flags & O_DIRECT) != 0;
+            return;
+        }
+        if (opcode != opc::accept && opcode != opc::socket)
+            return;
+        bool stream;
+        if (opcode == opc::socket) {
+            stream = (sqe.off & 0xf) == SOCK_STREAM;
+        } else {
+            int type = 0;
+            socklen_t len = sizeof type;
+            stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+        }
         FdState& st = fd_state(fd);
-        st = FdState{};
+        reset_fd(st);
         st.owned = true;
+        st.stream = stream;
     }
 
     void finish(Pending* p, int res) {
@@ -488,7 +545,7 @@ struct EpollEngine::Impl {
         p->state = State::done;
         if (p->sqe.opcode == opc::timeout && p->sqe.off)
             counted.erase(std::remove(counted.begin(), counted.end(), p), counted.end());
-        made(p->sqe.opcode, res);
+        made(p->sqe, res);
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
         Pending* next = p->chain;
         const bool broke = res < 0 && !(p->sqe.flags & sqe_io_hardlink);
@@ -526,6 +583,11 @@ struct EpollEngine::Impl {
         if (::fstat(fd, &st) < 0)
             return Kind::unknown; // EBADF: the call itself says so
         s.regular = S_ISREG(st.st_mode);
+        s.direct = false;
+        if (s.regular) {
+            const int fl = ::fcntl(fd, F_GETFL);
+            s.direct = fl < 0 || (fl & O_DIRECT) != 0; // (unknown: as O_DIRECT, the pool's way)
+        }
         if (S_ISSOCK(st.st_mode))
             s.kind = Kind::socket;
         else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode))
@@ -536,13 +598,29 @@ struct EpollEngine::Impl {
             s.kind = Kind::nowait; // tried with RWF_NOWAIT; -EOPNOTSUPP makes it blocking
         return s.kind;
     }
-    // An edge-triggered registration, made or re-armed at each wait: a descriptor may have been
-    // closed behind the engine's back (another runtime, a plain close) and its number reused,
-    // which took the kernel's registration with it. A descriptor registered before is re-armed
-    // first (one call while the registration lives), one not yet registered is added first; the
-    // other call follows when the kernel says the registration is gone (ENOENT) or there (EEXIST).
+    // An edge-triggered registration. A descriptor this engine made (accept, socket) is
+    // registered at its first wait and stays so for its life: later waits make no call
+    // (returns 1), and op::close through the engine, or the engine making a descriptor of the
+    // same number, forgets it. Any other descriptor may have been closed behind the engine's
+    // back (another runtime, a plain close) and its number reused, which took the kernel's
+    // registration with it: it is made or re-armed at each wait. A descriptor registered before
+    // is re-armed first (one call while the registration lives), one not yet registered is
+    // added first; the other call follows when the kernel says the registration is gone
+    // (ENOENT) or there (EEXIST). Returns 0 after a call, or -errno.
+    // A descriptor the engine made may still be closed behind its back with a plain close(2)
+    // and its number come back from a call the engine did not make: a waiter parked without a
+    // call is counted as unverified, and verify_registrations re-arms what is still unverified
+    // (an event for the descriptor verifies it) when a wait found nothing for verify_ms, or
+    // after 1024 looks at the events: such a wait ends late, never not at all.
     int watch(int fd) {
         FdState& s = fd_state(fd);
+        if (s.registered && s.owned) {
+            if (!s.unverified) {
+                s.unverified = true;
+                ++unverified_fds;
+            }
+            return 1;
+        }
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
         ev.data.fd = fd;
@@ -556,11 +634,60 @@ struct EpollEngine::Impl {
         s.registered = true;
         return 0;
     }
+    static constexpr int verify_ms = 10;
+    unsigned unverified_fds = 0;
+    unsigned polls_since_verify = 0;
+    // What the engine knew of a descriptor number, forgotten; its waiters (none, unless the
+    // descriptor was closed behind the engine's back) stay on their lists, where a cancel
+    // finds them.
+    void reset_fd(FdState& s) noexcept {
+        if (s.unverified)
+            --unverified_fds;
+        FdState fresh{};
+        fresh.readers = s.readers;
+        fresh.writers = s.writers;
+        fresh.pollers = s.pollers;
+        s = fresh;
+    }
+    void verified(FdState& s) noexcept {
+        if (s.unverified) {
+            s.unverified = false;
+            --unverified_fds;
+        }
+    }
+    // Re-arms the registration of every descriptor with waiters parked unverified (see
+    // watch); one whose registration was gone is added again and its waiters tried, and what
+    // still waits on a descriptor that cannot be registered ends with the error.
+    void verify_registrations() {
+        for (std::size_t i = 0; i < fds.size(); ++i) {
+            if (!fds[i].unverified)
+                continue;
+            verified(fds[i]);
+            if (!fds[i].readers && !fds[i].writers && !fds[i].pollers)
+                continue;
+            const int fd = static_cast<int>(i);
+            epoll_event ev{};
+            ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+            ev.data.fd = fd;
+            if (::epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
+                continue; // it was alive: no edge was missed
+            int e = errno == ENOENT && ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : errno;
+            on_event(fd, EPOLLIN | EPOLLOUT);
+            if (e != 0)
+                end_waiters(fd, -e);
+        }
+        polls_since_verify = 0; // (what the pass parked meanwhile is the next pass's)
+    }
     // A descriptor closed through the engine: forget it (its registration went with it), and
     // end what still waited on it.
     void forget(int fd) {
         if (fd < 0 || static_cast<std::size_t>(fd) >= fds.size())
             return;
+        end_waiters(fd, -EBADF);
+        reset_fd(fds[static_cast<std::size_t>(fd)]);
+    }
+    // Ends what waits on a descriptor with `res`.
+    void end_waiters(int fd, int res) {
         // (Indexed again each time: what a finish starts may grow the table.)
         for (int which = 0; which < 3; ++which)
             for (;;) {
@@ -570,9 +697,8 @@ struct EpollEngine::Impl {
                 if (!p)
                     break;
                 unlink_waiter(list, p);
-                finish(p, -EBADF);
+                finish(p, res);
             }
-        fds[static_cast<std::size_t>(fd)] = FdState{};
     }
     static void push_waiter(Pending*& head, Pending* p) noexcept {
         if (!head) {
@@ -693,14 +819,20 @@ struct EpollEngine::Impl {
 
     static void run_on_pool(Job* j) noexcept {
         auto* p = static_cast<Pending*>(j);
-        p->res = blocking_call(p->sqe);
+        p->res = blocking_call(p->sqe, p->recheck);
         BlockingCalls::get().finishing();
         Impl* e = p->eng;
         std::lock_guard lk(e->done_m);
+        // The first result of a batch wakes the loop; later ones find it woken already (the
+        // loop reads wake_fd before it takes the list, and takes the whole list).
+        const bool first = e->done_head == nullptr;
         p->w_next = e->done_head;
         e->done_head = p;
-        std::uint64_t one = 1;
-        (void)!::write(e->wake_fd, &one, sizeof one);
+        e->done_any.store(true, std::memory_order_release);
+        if (first) {
+            std::uint64_t one = 1;
+            (void)!::write(e->wake_fd, &one, sizeof one);
+        }
         if (--e->on_pool == 0)
             e->done_cv.notify_all();
     }
@@ -720,11 +852,14 @@ struct EpollEngine::Impl {
         }
     }
     void take_pool_results() {
+        if (!done_any.load(std::memory_order_acquire))
+            return;
         Pending* list;
         {
             std::lock_guard lk(done_m);
             list = done_head;
             done_head = nullptr;
+            done_any.store(false, std::memory_order_relaxed);
         }
         // The list is newest first: post in the order the calls ended.
         Pending* rev = nullptr;
@@ -737,13 +872,23 @@ struct EpollEngine::Impl {
         while (rev) {
             Pending* n = rev->w_next;
             rev->w_next = nullptr;
-            finish(rev, rev->res);
+            if (rev->recheck && rev->res == -ESPIPE && !rev->cancelled) {
+                // The descriptor is no longer the regular file it was (closed behind the
+                // engine's back, its number reused by a pipe or socket): start over.
+                if (rev->fd >= 0)
+                    fd_state(rev->fd).kind = Kind::unknown;
+                rev->recheck = false;
+                start(rev);
+            } else {
+                finish(rev, rev->res);
+            }
             rev = n;
         }
     }
 
-    // The call of an SQE that may block, made on a pool thread.
-    static int blocking_call(const io_uring_sqe& s) noexcept {
+    // The call of an SQE that may block, made on a pool thread. `positional_only`: a read or
+    // write at an offset answers -ESPIPE as it comes (no call of a stream, which may block).
+    static int blocking_call(const io_uring_sqe& s, bool positional_only) noexcept {
         const int fd = s.fd;
         const auto off = static_cast<off_t>(s.off);
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
@@ -751,11 +896,12 @@ struct EpollEngine::Impl {
         switch (s.opcode) {
         case opc::read: {
             int r = cur ? -ESPIPE : sys(::pread(fd, addr, s.len, off));
-            return r == -ESPIPE ? sys(::read(fd, addr, s.len)) : r; // a stream: no offset, as io_uring
+            return r == -ESPIPE && !positional_only ? sys(::read(fd, addr, s.len))
+                                                    : r; // a stream: no offset, as io_uring
         }
         case opc::write: {
             int r = cur ? -ESPIPE : sys(::pwrite(fd, addr, s.len, off));
-            return r == -ESPIPE ? sys(::write(fd, addr, s.len)) : r;
+            return r == -ESPIPE && !positional_only ? sys(::write(fd, addr, s.len)) : r;
         }
         case opc::readv:
             return sys(::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), cur ? -1 : off,
@@ -812,7 +958,31 @@ struct EpollEngine::Impl {
         int r = try_call_once(p);
         if (r == -EPIPE)
             take_sigpipe(); // a write into a pipe (or socket) whose reader left
+        else if (r == -EAGAIN || r > 0)
+            note_read(p, r);
         return r;
+    }
+    // A plain read of a stream socket the engine made: whether it left the queue empty.
+    void note_read(Pending* p, int r) {
+        const io_uring_sqe& s = p->sqe;
+        if (s.opcode != opc::recv && s.opcode != opc::read)
+            return;
+        FdState& st = fd_state(p->fd);
+        if (!st.stream || (s.flags & sqe_buffer_select))
+            return;
+        const bool plain =
+            s.opcode == opc::recv ? (s.msg_flags & ~unsigned(MSG_DONTWAIT | MSG_NOSIGNAL)) == 0 : s.rw_flags == 0;
+        if (r == -EAGAIN || (plain && static_cast<unsigned>(r) < s.len))
+            st.drained = true;
+    }
+    // A read that may wait for the socket's next edge without a first try: the socket's last
+    // read left its queue empty and its registration is there (any byte since made an edge).
+    bool skips_first_try(const io_uring_sqe& s) {
+        if ((s.opcode != opc::recv && s.opcode != opc::read) || (s.flags & sqe_buffer_select) || s.fd < 0 ||
+            callers_nowait(s))
+            return false;
+        const FdState& st = fd_state(s.fd);
+        return st.drained && st.stream && st.owned && st.registered;
     }
     int try_call_once(Pending* p) {
         const io_uring_sqe& s = p->sqe;
@@ -1005,7 +1175,7 @@ struct EpollEngine::Impl {
                 return true;
             }
             if (multishot(p->sqe) && goes_on(p->sqe, r, p->empty)) {
-                made(p->sqe.opcode, r);
+                made(p->sqe, r);
                 post(p->sqe.user_data, r, p->cflags | cqe_f_more);
                 if (p->sqe.opcode == opc::poll_add)
                     return false; // the next edge reports again
@@ -1016,7 +1186,9 @@ struct EpollEngine::Impl {
             return true;
         }
     }
-    void wait_ready(Pending* p, State st) {
+    // `again`: the call's last try did not end with EAGAIN (a multishot's bytes or
+    // connection): it must be tried until it does, since no new edge comes for what waits.
+    void wait_ready(Pending* p, State st, bool again) {
         p->state = st;
         FdState& s = fd_state(p->fd);
         push_waiter(st == State::reading ? s.readers : st == State::writing ? s.writers : s.pollers, p);
@@ -1029,13 +1201,19 @@ struct EpollEngine::Impl {
         // One more try: an edge may have come between the call's first try and the
         // registration. (Leaving this to the event that adding or re-arming a registration
         // queues for a descriptor already ready left a multishot receive parked on the epoll
-        // engine with bytes waiting: RecvStream.RuntimeDestroyedWithAParkedStream.)
-        (void)retry(p);
+        // engine with bytes waiting: RecvStream.RuntimeDestroyedWithAParkedStream.) Not needed
+        // when the registration was there before the try that said EAGAIN (watch made no
+        // call): every edge since is reported.
+        if (r == 0 || again)
+            (void)retry(p);
     }
     void on_event(int fd, std::uint32_t ev) {
         if (static_cast<std::size_t>(fd) >= fds.size())
             return;
+        verified(fds[static_cast<std::size_t>(fd)]); // its registration lives
         const bool in = ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
+        if (in)
+            fds[static_cast<std::size_t>(fd)].drained = false;
         const bool out = ev & (EPOLLOUT | EPOLLHUP | EPOLLERR);
         if (in)
             while (Pending* p = fds[static_cast<std::size_t>(fd)].readers)
@@ -1120,14 +1298,27 @@ struct EpollEngine::Impl {
     // the file) is taken; one that would wait (-EAGAIN), a short one and any error go to the
     // pool, which makes the call itself. Not O_DIRECT: a direct read with RWF_NOWAIT would wait
     // here for the device.
-    bool read_at_once(Pending* p) {
+    // It trusts what kind_of last found the descriptor to be (a regular file, not O_DIRECT)
+    // without looking again: a positional read is the kernel's own check. A descriptor closed
+    // behind the engine's back whose number now names a pipe, socket or terminal answers
+    // -ESPIPE, a directory -EISDIR, a closed one -EBADF (`stale`: the caller looks again); one
+    // that names another regular file is read as io_uring would read it.
+    enum class AtOnce : unsigned char { not_tried, done, stale, missed };
+    // A read or write at an offset (the calls whose -ESPIPE tells a stream).
+    static bool positional(const io_uring_sqe& s) noexcept {
+        return (s.opcode == opc::read || s.opcode == opc::write || s.opcode == opc::readv || s.opcode == opc::writev) &&
+               s.off != ~std::uint64_t{0} && !(s.flags & sqe_buffer_select);
+    }
+    AtOnce read_at_once(Pending* p) {
         const io_uring_sqe& s = p->sqe;
         if ((s.opcode != opc::read && s.opcode != opc::readv) || s.off == ~std::uint64_t{0} || s.rw_flags ||
-            (s.flags & sqe_buffer_select) || !fd_state(s.fd).regular)
-            return false;
-        const int fl = ::fcntl(s.fd, F_GETFL);
-        if (fl < 0 || (fl & O_DIRECT))
-            return false;
+            (s.flags & sqe_buffer_select))
+            return AtOnce::not_tried;
+        {
+            const FdState& st = fd_state(s.fd);
+            if (st.kind != Kind::blocking || !st.regular || st.direct)
+                return AtOnce::not_tried;
+        }
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
         const auto off = static_cast<off_t>(s.off);
         std::size_t want = s.len;
@@ -1142,10 +1333,146 @@ struct EpollEngine::Impl {
                 want += iov[i].iov_len;
             r = sys(::preadv2(s.fd, iov, static_cast<int>(s.len), off, RWF_NOWAIT));
         }
+        if (r == -ESPIPE || r == -EISDIR || r == -EBADF)
+            return AtOnce::stale;
         if (r < 0 || (r != 0 && static_cast<std::size_t>(r) != want))
+            return AtOnce::missed;
+        finish(p, r);
+        return AtOnce::done;
+    }
+
+    // An open that cannot wait for anything but its path's lookup is first tried here with
+    // RESOLVE_CACHED (the path only from the dentry cache, else -EAGAIN), as io_uring first
+    // tries an open before it hands it to a worker: one asked with O_NONBLOCK (a FIFO's or a
+    // device's open then does not wait), O_PATH or O_DIRECTORY. Other opens (which may wait
+    // for a FIFO's other end or a device), those that create or truncate, an open the cache
+    // cannot resolve, and any error go to the pool, which makes the caller's own call. Kernels
+    // without RESOLVE_CACHED (before 5.12) are found out once per process.
+    static inline std::atomic<int> cached_opens{0}; // 0: not known yet, 1: the kernel has them, -1: not
+    bool open_at_once(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        if (cached_opens.load(std::memory_order_relaxed) < 0)
             return false;
+        open_how how{};
+        if (s.opcode == opc::openat) {
+            how.flags = s.open_flags;
+        } else {
+            if (s.len != sizeof(open_how) || !s.off) // (a larger one: the pool's call checks what follows)
+                return false;
+            if (!copy_in(&how, s.off, sizeof how))
+                return false; // a bad pointer: the pool's call answers -EFAULT
+            if (how.resolve & RESOLVE_CACHED)
+                return false; // the caller's own: its -EAGAIN is the answer (the pool gives it)
+        }
+        if ((how.flags & (O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY))) ||
+            !(how.flags & (O_NONBLOCK | O_PATH | O_DIRECTORY)))
+            return false;
+        how.resolve |= RESOLVE_CACHED;
+        const char* path = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.addr));
+        int r = sys(::syscall(SYS_openat2, s.fd, path, &how, sizeof how));
+        if (r < 0) {
+            // (-EPERM and -ENOSYS: also a seccomp profile that refuses openat2.)
+            if ((r == -EINVAL || r == -ENOSYS || r == -EPERM) && cached_opens.load(std::memory_order_relaxed) == 0)
+                probe_cached_opens();
+            return false; // (-EINVAL may also be the caller's flags: the pool answers)
+        }
+        cached_opens.store(1, std::memory_order_relaxed);
+        p->sqe.opcode = opc::openat; // (for made(): the flags are these, already read)
+        p->sqe.open_flags = static_cast<std::uint32_t>(how.flags);
         finish(p, r);
         return true;
+    }
+    // The caller's memory, read as the kernel reads it: a bad pointer is false, never a fault
+    // in the engine (process_vm_readv of this process; where a seccomp profile refuses it,
+    // false from then on).
+    static inline std::atomic<bool> no_copy_in{false};
+    static bool copy_in(void* to, std::uint64_t from, std::size_t len) noexcept {
+        if (no_copy_in.load(std::memory_order_relaxed))
+            return false;
+        iovec local{to, len};
+        iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(from)), len};
+        const ssize_t r = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+        if (r == static_cast<ssize_t>(len))
+            return true;
+        if (r < 0 && errno != EFAULT)
+            no_copy_in.store(true, std::memory_order_relaxed);
+        return false;
+    }
+    static void probe_cached_opens() noexcept {
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        how.resolve = RESOLVE_CACHED;
+        int r = static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof how));
+        if (r >= 0)
+            ::close(r);
+        cached_opens.store(r >= 0 || errno == EAGAIN ? 1 : -1, std::memory_order_relaxed);
+    }
+
+    // statx of a descriptor itself (AT_EMPTY_PATH, an empty path) is made here when the
+    // descriptor's file system keeps its metadata in memory (local ones: what a stat of an
+    // open file reads is in its inode). The call is made with AT_STATX_DONT_SYNC, which local
+    // file systems ignore and network ones (NFS, SMB, FUSE) honour by answering from their
+    // cache; when the answer's device is not a known local file system the pool makes the
+    // caller's own call (which writes the buffer again). A path, or AT_STATX_FORCE_SYNC, goes
+    // to the pool: a lookup may read directories from the disk.
+    struct DevKind {
+        dev_t dev;
+        bool local;
+        std::uint64_t until; // looked at again after this (mono_ns): a device number is reused after an unmount
+    };
+    static constexpr std::size_t max_devs = 32;
+    std::vector<DevKind> devs;
+    bool statx_at_once(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        const auto* path = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.addr));
+        const int flags = static_cast<int>(s.statx_flags);
+        if (s.fd < 0 || !path || path[0] != '\0' || !(flags & AT_EMPTY_PATH) ||
+            (flags & AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC || !s.off)
+            return false;
+        auto* out = reinterpret_cast<struct statx*>(static_cast<std::uintptr_t>(s.off));
+        int r = sys(::statx(s.fd, "", flags | AT_STATX_DONT_SYNC, s.len, out));
+        if (r < 0 || !local_fs(makedev(out->stx_dev_major, out->stx_dev_minor), s.fd))
+            return false;
+        // What a descriptor the engine opened is, from the answer (as kind_of's fstat tells it).
+        FdState& st = fd_state(s.fd);
+        if (st.opened && st.kind == Kind::unknown && (out->stx_mask & STATX_TYPE) &&
+            (S_ISREG(out->stx_mode) || S_ISDIR(out->stx_mode) || S_ISBLK(out->stx_mode))) {
+            st.kind = Kind::blocking;
+            st.regular = S_ISREG(out->stx_mode);
+        }
+        finish(p, r);
+        return true;
+    }
+    bool local_fs(dev_t dev, int fd) {
+        const std::uint64_t now = mono_ns();
+        for (std::size_t i = 0; i < devs.size(); ++i)
+            if (devs[i].dev == dev) {
+                if (now < devs[i].until)
+                    return devs[i].local;
+                devs[i] = devs.back();
+                devs.pop_back();
+                break;
+            }
+        struct statfs fs;
+        if (::fstatfs(fd, &fs) < 0)
+            return false;
+        bool local = false;
+        switch (static_cast<unsigned long>(fs.f_type)) {
+        case EXT4_SUPER_MAGIC:
+        case XFS_SUPER_MAGIC:
+        case BTRFS_SUPER_MAGIC:
+        case F2FS_SUPER_MAGIC:
+        case TMPFS_MAGIC:
+        case RAMFS_MAGIC:
+        case OVERLAYFS_SUPER_MAGIC:
+        case PIPEFS_MAGIC:
+        case SOCKFS_MAGIC:
+        case ANON_INODE_FS_MAGIC: local = true; break;
+        default: break;
+        }
+        if (devs.size() < max_devs)
+            devs.push_back(DevKind{dev, local, now + 1'000'000'000u});
+        return local;
     }
 
     // Starts one SQE (held ones of a link start when their predecessor ends).
@@ -1278,11 +1605,15 @@ struct EpollEngine::Impl {
             }
             to_pool(p); // a file's side may block; a pipe's is served as it comes
             return;
+        case opc::statx:
+            if (statx_at_once(p))
+                return;
+            to_pool(p);
+            return;
         case opc::fsync:
         case opc::sync_file_range:
         case opc::fallocate:
         case opc::ftruncate:
-        case opc::statx:
         case opc::renameat:
         case opc::unlinkat:
         case opc::mkdirat:
@@ -1294,16 +1625,32 @@ struct EpollEngine::Impl {
                 finish(p, -EOPNOTSUPP);
                 return;
             }
+            if (open_at_once(p))
+                return;
             to_pool(p);
             return;
         default: finish(p, -EOPNOTSUPP); return;
         }
-        // A call on a descriptor: by readiness, or on the pool for files. What a descriptor
-        // the engine did not make is, is looked at again unless calls already wait on it
-        // (its number may name another file since).
+        // A call on a descriptor: by readiness, or on the pool for files. A positional read
+        // of what was last found a regular file is tried at once on that word (read_at_once
+        // says when the descriptor is something else now). Otherwise what a descriptor the
+        // engine did not make is, is looked at again unless calls already wait on it (its
+        // number may name another file since), and so is a file whatever made it, before its
+        // call goes to the pool: a stale kind must never send a socket's read to block a pool
+        // thread.
+        AtOnce tried = AtOnce::not_tried;
+        bool trusted = false; // a positional call on what was last found a regular file
         if (s.fd >= 0) {
-            FdState& st = fd_state(s.fd);
-            if (!st.owned && !st.readers && !st.writers && !st.pollers)
+            if (s.opcode == opc::read || s.opcode == opc::readv) {
+                tried = read_at_once(p);
+                if (tried == AtOnce::done)
+                    return;
+            }
+            FdState& st = fd_state(s.fd); // (after read_at_once: what it ends may grow the table)
+            // (After a miss it looks again: the pool's trip dwarfs an fstat, and a file opened
+            // with O_DIRECT since under the same number is found out.)
+            trusted = tried == AtOnce::not_tried && st.kind == Kind::blocking && st.regular && positional(s);
+            if (!trusted && ((!st.owned && !st.readers && !st.writers && !st.pollers) || st.kind == Kind::blocking))
                 st.kind = Kind::unknown;
         }
         Kind k = kind_of(s.fd);
@@ -1321,8 +1668,9 @@ struct EpollEngine::Impl {
                 finish(p, -ENOTSOCK);
                 return;
             }
-            if (read_at_once(p))
+            if (tried != AtOnce::missed && read_at_once(p) == AtOnce::done)
                 return;
+            p->recheck = trusted;
             to_pool(p);
             return;
         }
@@ -1335,11 +1683,16 @@ struct EpollEngine::Impl {
         const State st = s.opcode == opc::poll_add ? State::polling
                          : is_write(s.opcode)      ? State::writing
                                                    : State::reading;
-        // First try at once: most calls on a socket or pipe find data or room.
+        // First try at once: most calls on a socket or pipe find data or room (not a read of
+        // a stream socket whose last read emptied it: it waits for the next edge).
         p->state = st;
+        if (skips_first_try(s)) {
+            wait_ready(p, st, false);
+            return;
+        }
         int r = try_call(p);
         if (r == -EAGAIN && !callers_nowait(s)) {
-            wait_ready(p, st);
+            wait_ready(p, st, false);
             return;
         }
         if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add) {
@@ -1348,9 +1701,9 @@ struct EpollEngine::Impl {
             return;
         }
         if (multishot(s) && goes_on(s, r, p->empty)) {
-            made(s.opcode, r);
+            made(s, r);
             post(s.user_data, r, p->cflags | cqe_f_more);
-            wait_ready(p, st);
+            wait_ready(p, st, true);
             return;
         }
         finish(p, r);
@@ -1403,6 +1756,8 @@ struct EpollEngine::Impl {
                 on_event(evs[i].data.fd, evs[i].events);
             }
         }
+        if (unverified_fds > 0 && ((n == 0 && timeout_ms != 0) || ++polls_since_verify >= 1024))
+            verify_registrations();
         return n;
     }
 
@@ -1458,6 +1813,8 @@ struct EpollEngine::Impl {
                 if (wait_ns < 0 || t < wait_ns)
                     wait_ns = t;
             }
+            if (unverified_fds > 0 && (wait_ns < 0 || wait_ns > verify_ms * 1'000'000LL))
+                wait_ns = verify_ms * 1'000'000LL; // (then verify_registrations, if nothing came)
             int ms = wait_ns < 0 ? -1 : static_cast<int>(std::min<long long>((wait_ns + 999'999) / 1'000'000, 1 << 30));
             int r = poll_events(ms);
             if (r == -EINTR)

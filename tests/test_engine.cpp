@@ -6,7 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -267,3 +270,134 @@ TEST(EpollEngine, TcpEchoThroughTheHighLevelLayer) {
 }
 
 } // namespace
+
+// A descriptor the engine made (op::socket) stays registered for its life, so a later wait on
+// it makes no epoll_ctl; closed behind the engine's back with a plain close and its number
+// reused by a pipe, a read on that number still ends (the registration is checked again after
+// a wait finds no event: src/epoll_engine.cpp, verify_registrations).
+TEST(EpollEngine, AMadeSocketClosedBehindItsBackAndItsNumberReused) {
+    int pfd[2];
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
+    Runtime rt(epoll());
+    std::string got = rt.block_on([](int pipe_r, int pipe_w) -> Task<std::string> {
+        int s = co_await op::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        EXPECT_GE(s, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t al = sizeof a;
+        EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+        EXPECT_EQ(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &al), 0);
+        for (int round = 0; round < 2; ++round) { // the second wait makes no registration call
+            std::thread sender([a] {
+                std::this_thread::sleep_for(20ms);
+                int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+                (void)::sendto(u, "dgram", 5, 0, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+                ::close(u);
+            });
+            char b[16];
+            EXPECT_EQ(co_await ringo::with_timeout(op::recv(s, b, sizeof b), 5s), 5);
+            sender.join();
+        }
+        ::close(s); // behind the engine's back
+        EXPECT_EQ(::dup3(pipe_r, s, O_CLOEXEC), s);
+        std::thread writer([pipe_w] {
+            std::this_thread::sleep_for(20ms);
+            EXPECT_EQ(::write(pipe_w, "piped", 5), 5);
+        });
+        char buf[16];
+        int n = co_await ringo::with_timeout(op::read(s, buf, sizeof buf, 0), 5s);
+        writer.join();
+        EXPECT_EQ(co_await op::close(s), 0);
+        co_return std::string(buf, n > 0 ? n : 0);
+    }(pfd[0], pfd[1]));
+    EXPECT_EQ(got, "piped");
+    ::close(pfd[0]);
+    ::close(pfd[1]);
+}
+
+// What a descriptor is, is cached: a positional read of a regular file makes no fstat or
+// fcntl. Closed behind the engine's back and its number reused by a pipe, reads and writes
+// at an offset find out from the call's -ESPIPE and run as the pipe's (at once, by readiness
+// or from the pool's answer), never as a blocking call on a pool thread.
+TEST(EpollEngine, AFileClosedBehindItsBackAndItsNumberReusedByAPipe) {
+    ringo_test::TempDir dir;
+    const std::string path = dir.file("f");
+    int f = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(f, 0);
+    ASSERT_EQ(::write(f, "file bytes", 10), 10);
+    int pfd[2];
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
+    Runtime rt(epoll());
+    rt.block_on([](int f, int pipe_r, int pipe_w) -> Task<void> {
+        char buf[16] = {};
+        EXPECT_EQ(co_await op::read(f, buf, sizeof buf, 5), 5); // at once, from the page cache
+        EXPECT_EQ(std::string(buf, 5), "bytes");
+        EXPECT_EQ(co_await op::write(f, "F", 1, 0), 1); // on the pool
+        // The number now reads from the pipe: a read at an offset waits for the writer.
+        EXPECT_EQ(::dup3(pipe_r, f, O_CLOEXEC), f);
+        std::thread writer([pipe_w] {
+            std::this_thread::sleep_for(20ms);
+            EXPECT_EQ(::write(pipe_w, "late", 4), 4);
+        });
+        int n = co_await ringo::with_timeout(op::read(f, buf, sizeof buf, 5), 5s);
+        writer.join();
+        EXPECT_EQ(n, 4);
+        EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "late");
+        // Again a file, then the pipe's writing end: a write at an offset goes to the pool on
+        // the cached word, comes back with -ESPIPE and is made as the pipe's.
+        int g = ::open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+        EXPECT_EQ(::dup3(g, f, O_CLOEXEC), f);
+        ::close(g);
+        EXPECT_EQ(co_await op::read(f, buf, 4, 0), 4);
+        EXPECT_EQ(std::string(buf, 4), "\x7f"
+                                       "ELF");
+        EXPECT_EQ(::dup3(pipe_w, f, O_CLOEXEC), f);
+        EXPECT_EQ(co_await ringo::with_timeout(op::write(f, "hey", 3, 0), 5s), 3);
+        EXPECT_EQ(::read(pipe_r, buf, sizeof buf), 3);
+        EXPECT_EQ(std::string(buf, 3), "hey");
+        EXPECT_EQ(co_await op::close(f), 0);
+    }(f, pfd[0], pfd[1]));
+    ::close(pfd[0]);
+    ::close(pfd[1]);
+}
+
+// Opens that cannot wait (O_NONBLOCK, O_PATH, O_DIRECTORY) and statx of a descriptor are made
+// at once on a local file system; the answers are the calls' own.
+TEST(EpollEngine, OpensAndStatxOfADescriptor) {
+    ringo_test::TempDir dir;
+    const std::string path = dir.file("f");
+    {
+        int f = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_GE(f, 0);
+        ASSERT_EQ(::write(f, "0123456789", 10), 10);
+        ::close(f);
+    }
+    Runtime rt(epoll());
+    rt.block_on([](std::string dirp, std::string path) -> Task<void> {
+        open_how how{};
+        how.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+        how.resolve = RESOLVE_BENEATH;
+        int d = co_await op::openat(AT_FDCWD, dirp.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+        EXPECT_GE(d, 0);
+        int f = co_await op::openat2(d, "f", &how);
+        EXPECT_GE(f, 0);
+        EXPECT_TRUE(::fcntl(f, F_GETFL) & O_NONBLOCK);
+        EXPECT_EQ(co_await op::openat2(d, "../f", &how), -EXDEV);
+        EXPECT_EQ(co_await op::openat2(d, "missing", &how), -ENOENT);
+        struct statx st {};
+        EXPECT_EQ(co_await op::statx(f, "", AT_EMPTY_PATH, STATX_SIZE, &st), 0);
+        EXPECT_EQ(st.stx_size, 10u);
+        EXPECT_EQ(co_await op::statx(f, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_SIZE, &st), 0);
+        EXPECT_EQ(st.stx_size, 10u);
+        EXPECT_EQ(co_await op::statx(-1, "", AT_EMPTY_PATH, STATX_SIZE, &st), -EBADF);
+        // Without O_NONBLOCK the open goes to the pool and the descriptor is as asked.
+        int g = co_await op::openat(AT_FDCWD, path.c_str(), O_RDONLY | O_CLOEXEC, 0);
+        EXPECT_GE(g, 0);
+        EXPECT_FALSE(::fcntl(g, F_GETFL) & O_NONBLOCK);
+        int p = co_await op::openat(d, "f", O_PATH | O_CLOEXEC, 0);
+        EXPECT_GE(p, 0);
+        for (int x : {f, g, p, d})
+            EXPECT_EQ(co_await op::close(x), 0);
+    }(dir.path().string(), path));
+}

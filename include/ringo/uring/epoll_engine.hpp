@@ -22,13 +22,16 @@ namespace ringo::uring {
 /// use until its CQE). How each opcode runs:
 ///   - readiness: sockets (MSG_DONTWAIT) and pipes, eventfds, terminals in non-blocking mode:
 ///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (an
-///     edge-triggered epoll registration, made or re-armed at each wait) and is
+///     edge-triggered epoll registration: kept for the descriptor's life when the engine made
+///     it, by accept or socket; made or re-armed at each wait for any other) and is
 ///     tried again. recv, send, recvmsg, sendmsg, accept (and multishot accept), connect,
 ///     read, write, readv, writev, poll_add (and multishot poll);
 ///   - thread pool: regular files and block devices (read, write, readv, writev, fsync,
 ///     fallocate, ftruncate, sync_file_range), descriptors that cannot be read without
 ///     blocking, and path calls (openat, openat2, statx, renameat, unlinkat, mkdirat,
-///     symlinkat, linkat);
+///     symlinkat, linkat); a positional read of a file opened without O_DIRECT, an open that
+///     cannot wait (O_NONBLOCK, O_PATH, O_DIRECTORY; with RESOLVE_CACHED) and a statx of a
+///     descriptor on a local file system are first tried at once;
 ///   - at once: nop, close, socket, shutdown, bind, listen, fadvise, epoll_ctl;
 ///   - timers: timeout (and timeout_remove / update) in a heap whose nearest deadline is
 ///     epoll_wait's timeout; async_cancel and poll_remove;
