@@ -667,20 +667,20 @@ def _epoll_parts() -> list["Figure"]:
                "asio: bench/net/echo_asio.cpp. The epoll engine's own system calls (recv, send, epoll_wait, "
                "epoll_ctl) are not counted by the program: they come from the untimed strace pass (ˢ), which slows "
                "the server so that most recvs find data: the timed runs make more.",
-               "Where ringo's epoll row is above the hand-written server (most at 4 connections, where a recv "
-               "usually finds no data yet): counted with perf's syscall tracepoints at 4 connections (1 s, not "
-               "under strace), it makes 4.0 system calls per message (recvfrom 1.8, sendto 1.0, epoll_ctl 0.8, "
-               "epoll_wait 0.4) against echo_epoll's 2.5 (read 1.0, write 1.0, epoll_wait 0.5). The engine tries "
-               "a recv at once and, on EAGAIN, re-arms the socket's edge-triggered registration with an "
-               "EPOLL_CTL_MOD (src/epoll_engine.cpp, Impl::watch), since a descriptor may have been closed and "
-               "its number reused behind its back; echo_epoll registers each socket once, level-triggered, and "
-               "reads only what epoll_wait reported. In user space the engine's server runs about 1 100 "
-               "instructions per message against echo_epoll's 130 (callgrind at 4 connections, a 2 s run's "
-               "total over its messages, set-up included): the queues "
-               "emulated in user space (Impl::start, try_call_once, finish, post, make, and enter_once, which "
-               "locks the pool's result mutex at every enter) and the coroutine's resumption. Before the engine "
-               "re-armed with one call (MOD first) and stopped trying a call again right after registering it, "
-               "it made 5.2 calls per message (recvfrom 2.4, epoll_ctl 1.5)."],
+               "System calls, counted with perf's syscall tracepoints (1.5 s, not under strace): ringo's epoll "
+               "row makes 2.5 per message at 4 connections (recvfrom 1.0, sendto 1.0, epoll_wait 0.5) and 2.1 at "
+               "16, as echo_epoll (read 1.0, write 1.0, epoll_wait 0.5; 2.1 at 16). The engine registers a socket "
+               "it made (accept) once, edge-triggered, for its life, and a recv of a socket whose last read left "
+               "its queue empty (EAGAIN or a short read) waits for the next edge without trying first "
+               "(src/epoll_engine.cpp: Impl::watch, skips_first_try). Before, it tried every recv at once and "
+               "re-armed the registration with an EPOLL_CTL_MOD at each wait (a descriptor may be closed and "
+               "its number reused behind its back; that case is now caught by re-checking a registration when "
+               "nothing came for 10 ms): 4.2 per message at 4 connections (recvfrom 2.3, epoll_ctl 0.7), 3.1 "
+               "at 16. In user space the engine's server runs about 1 050-1 350 instructions per message against "
+               "echo_epoll's 90 (callgrind slope between a 1 s and a 3 s run at 4 connections; under callgrind "
+               "the slowed server finds data waiting, so that count weighs the path through epoll_wait that "
+               "the timed runs take less often): the queues emulated in user space (Impl::start, "
+               "try_call_once, finish, post, make, poll_events, retry) and the coroutine's resumption."],
         targets=[Target(RINGO_EPOLL, EPOLL_BASELINE, 1 / 1.05, "every x",
                         "server CPU per message at most 1.05x the hand-written epoll server's"),
                  Target(RINGO_EPOLL, "asio", 1.0, "every x", "server CPU per message at most Asio's")])
@@ -696,16 +696,16 @@ def _epoll_parts() -> list["Figure"]:
                "CPU time over wrk's run per request. ringo's rows run with RINGO_ENGINE=epoll and with "
                "RINGO_ENGINE=io_uring; the driver reads the engine from the server's descriptors (an "
                "io_uring instance, or an epoll instance and none) and fails a run on the wrong one.",
-               "Why the 4 KiB file misses on epoll: per request examples/http_file_server opens the file "
-               "(op::openat2), reads its metadata (statx) and reads it (read_exact_at); on the epoll engine "
-               "openat2 and statx run on the engine's thread pool (src/epoll_engine.cpp, Impl::to_pool: a "
-               "mutex and condition variable to hand the call over, an eventfd write and an epoll_wait to hand "
-               "the result back, and the switches between the loop's thread and a pool thread on the server's "
-               "one CPU), two round trips per request, where nginx opens, fstat()s and sends the file "
-               "(sendfile) in its own thread. The read itself completes at once from the page cache (RWF_NOWAIT). "
-               "Counted with perf's syscall tracepoints at 100 connections (3 s, 22 k requests/s): per request "
-               "one openat2, one statx, one preadv2, 5.6 futex calls and 2 eventfd writes (the two hand-offs), "
-               "about 17 system calls in all."],
+               "The 4 KiB file on epoll: per request examples/http_file_server opens the file (op::openat2 "
+               "with O_NONBLOCK), reads its metadata (statx of the descriptor) and reads it (read_exact_at). The "
+               "epoll engine tries such an open at once with RESOLVE_CACHED, makes a statx of a descriptor on a "
+               "local file system at once (AT_STATX_DONT_SYNC) and reads the page cache at once (RWF_NOWAIT), so "
+               "no call goes to its thread pool: counted with perf's syscall tracepoints at 100 connections "
+               "(2 s), 7.3 system calls per request (openat2, statx, preadv2, close, recvfrom, sendto, and "
+               "epoll_wait 0.02), where nginx opens, fstat()s and sends the file (sendfile). Before, openat2 and "
+               "statx ran on the pool (two hand-offs per request, futex and eventfd calls, the switches between "
+               "the loop's thread and a pool thread on the server's one CPU, fstat and fcntl at the read): "
+               "16.6 system calls per request and about 2x nginx's CPU per request."],
         targets=[Target(RINGO_EPOLL, "nginx", 1.0, "every x", "requests/s at least nginx's",
                         on="rps", higher_is_better=True),
                  Target(RINGO_EPOLL, "nginx", 1.0, "every x", "server CPU per request at most nginx's")])
@@ -724,16 +724,18 @@ def _epoll_parts() -> list["Figure"]:
                "io_uring's first try does); an O_DIRECT read, or one that would wait, runs on the engine's thread "
                "pool, whose threads share the program's CPU. The program cannot count the engine's calls, so its "
                "system calls come from the untimed strace pass (ˢ).",
-               "Why QD 1 misses psync on epoll. Page cache: three system calls per read where psync makes one "
-               "(strace: newfstatat, fcntl, preadv2 per read): Impl::kind_of fstat()s a descriptor the engine "
-               "did not make at every operation (its number may name another file since), and read_at_once "
-               "asks fcntl(F_GETFL) whether it is O_DIRECT before its RWF_NOWAIT read; on top comes the "
-               "runtime's own cost per operation, which ringo on io_uring (one io_uring_enter per read) shows "
-               "at 0.74-0.79x psync in two quick runs. Before that first try every read went to the pool: 0.08x psync. O_DIRECT: "
-               "every read goes to the pool, about ten system calls per read (futex, the eventfd's write and "
-               "read, epoll_wait, pread64, newfstatat, fcntl) and four switches between the loop's thread and "
-               "the pool's on the program's one CPU: about 19 µs of CPU per read against psync's 4.7, and at "
-               "QD 16 about 12.5 against glibc POSIX AIO's 6.7."],
+               "Why QD 1 misses psync on epoll. Page cache: one system call per read, as psync (strace: "
+               "preadv2 with RWF_NOWAIT; the engine caches what a descriptor is, and a positional read's "
+               "-ESPIPE, -EISDIR or -EBADF says when the number names something else now): what is left is the "
+               "runtime's own cost per operation (the emulated queues in user space), which ringo on io_uring "
+               "(one io_uring_enter per read) also shows against psync. Before the cache: three calls per read "
+               "(newfstatat, fcntl, preadv2), about 0.5x psync; with it 0.86x in a quick run on a busy machine. "
+               "O_DIRECT: every read goes to the engine's pool, "
+               "about seven system calls per read (futex, the eventfd's write and read, epoll_wait, pread64) and "
+               "two switches between the loop's thread and a pool thread each way on the program's one CPU; a "
+               "direct read is never made on the loop's thread, which would then wait for the device. At QD 16 "
+               "the pool's results come back with one eventfd write per batch, but the pool's futex calls "
+               "(about 6 per read, 16 threads on one CPU) remain."],
         targets=[Target(f"{RINGO_EPOLL} page cache", "psync page cache", 0.9, "every x", "QD 1: at least 0.9x psync"),
                  Target(f"{RINGO_EPOLL} O_DIRECT", "psync O_DIRECT", 0.9, "every x", "QD 1: at least 0.9x psync"),
                  Target(f"{RINGO_EPOLL} page cache", "glibc posixaio page cache", 1.0, "every x",
