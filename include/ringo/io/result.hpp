@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <new>
 #include <string>
@@ -33,7 +34,9 @@ public:
     /// when memory runs out.
     static ErrorNote made(const char* what, std::string_view detail) noexcept {
         const std::size_t n = std::char_traits<char>::length(what);
-        auto* h = static_cast<Heap*>(::operator new(sizeof(Heap) + n + 1 + detail.size() + 1, std::nothrow));
+        // (malloc: an error path must not throw, and a program that replaces operator new
+        // keeps its pairs; nothing else here allocates this way.)
+        auto* h = static_cast<Heap*>(std::malloc(sizeof(Heap) + n + 1 + detail.size() + 1));
         if (!h)
             return ErrorNote(what);
         ::new (static_cast<void*>(h)) Heap{};
@@ -58,7 +61,7 @@ public:
     ~ErrorNote() {
         if (Heap* h = heap(); h && h->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             h->~Heap();
-            ::operator delete(static_cast<void*>(h));
+            std::free(h);
         }
     }
     /// The text, or null.
