@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -63,6 +64,37 @@ auto which_runtime(RuntimePool& pool) {
     };
 }
 
+// A handler that carries state: an object with a call operator, copied once into the
+// listener, whose counter every connection of every shard adds to (no global).
+struct CountingEcho {
+    std::shared_ptr<std::atomic<int>> served = std::make_shared<std::atomic<int>>(0);
+    Task<void> operator()(ringo::net::TcpStream s) const {
+        char c;
+        auto n = co_await s.read(&c, 1);
+        if (n && *n == 1) {
+            served->fetch_add(1);
+            auto w = co_await s.write_all(&c, 1);
+            (void)w;
+        }
+    }
+};
+
+TEST(ShardedListener, AHandlerCarriesState) {
+    RuntimePool pool(2);
+    CountingEcho handler;
+    std::shared_ptr<std::atomic<int>> served = handler.served;
+    {
+        ShardedListener lst(pool, INADDR_LOOPBACK, 0, handler);
+        for (int i = 0; i < 16; ++i)
+            ASSERT_EQ(ask(lst.port()), 'x') << "connection " << i;
+        EXPECT_EQ(lst.accepted(0) + lst.accepted(1), 16u);
+        EXPECT_THROW((void)lst.accepted(2), std::out_of_range);
+        EXPECT_FALSE(lst.error());
+    }
+    EXPECT_EQ(served->load(), 16);
+    pool.shutdown();
+}
+
 TEST(ShardedListener, ConnectionsAreServedByMoreThanOneRuntime) {
     RuntimePool pool(2);
     ShardedListener lst(pool, INADDR_LOOPBACK, 0, which_runtime(pool));
@@ -83,7 +115,7 @@ TEST(ShardedListener, ConnectionsAreServedByMoreThanOneRuntime) {
     EXPECT_EQ(lst.accepted(0) + lst.accepted(1), std::uint64_t(n));
     EXPECT_EQ(lst.accepted(0), std::uint64_t(served[0]));
     lst.stop();
-    EXPECT_EQ(lst.error(), 0);
+    EXPECT_FALSE(lst.error()) << lst.error().message();
     EXPECT_EQ(connect_errno(lst.port()), ECONNREFUSED); // every shard's socket is closed
     pool.shutdown();
 }

@@ -102,16 +102,23 @@ public:
         stop();
     }
 
-    /// The port every shard listens on (host byte order).
+    /// The port every shard listens on (host byte order; the port picked when 0 was asked).
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
     /// The number of shards (the pool's size).
     [[nodiscard]] std::size_t shards() const noexcept { return state_->accepted.size(); }
-    /// Connections accepted by the accept loop of runtime i so far.
-    [[nodiscard]] std::uint64_t accepted(std::size_t i) const noexcept {
+    /// Connections accepted by the accept loop of runtime i (0 <= i < shards()) so far; any
+    /// thread. std::out_of_range for another i.
+    [[nodiscard]] std::uint64_t accepted(std::size_t i) const {
         return state_->accepted.at(i).value.load(std::memory_order_relaxed);
     }
-    /// The first error that ended an accept loop (-errno), or 0.
-    [[nodiscard]] int error() const noexcept { return state_->error.load(std::memory_order_relaxed); }
+    /// The first error that ended an accept loop (the listening socket itself failed: EBADF,
+    /// EINVAL, ...; in std::system_category()), or an empty error_code. Cancellation and the
+    /// errors a loop goes on after (one connection's, a shortage of descriptors) are not
+    /// errors here. Any thread.
+    [[nodiscard]] std::error_code error() const noexcept {
+        const int e = state_->error.load(std::memory_order_relaxed);
+        return e ? std::error_code(e, std::system_category()) : std::error_code{};
+    }
 
     /// Asks the accept loops to stop (any thread, any task); returns at once.
     void request_stop() {
@@ -146,7 +153,7 @@ private:
         explicit State(std::size_t n) : accepted(n), listeners(n) {}
         std::vector<Counter> accepted;
         std::vector<TcpListener> listeners; // one per runtime; closed by stop() or with the last owner
-        std::atomic<int> error{0};
+        std::atomic<int> error{0};          // errno of the first accept loop that failed
     };
     [[noreturn]] static void throw_not_ip() {
         throw std::invalid_argument("ringo: ShardedListener needs an IPv4 or IPv6 address");
@@ -225,7 +232,7 @@ private:
                 break;
             case AcceptFailure::stop: { // the socket itself is unusable (EBADF, EINVAL, ...)
                 int expected = 0;
-                st->error.compare_exchange_strong(expected, -e, std::memory_order_relaxed);
+                st->error.compare_exchange_strong(expected, e, std::memory_order_relaxed);
                 co_return;
             }
             }
