@@ -30,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include <linux/aio_abi.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
 
@@ -223,7 +224,7 @@ constexpr Way ways[] = {
 struct EpollEngine::Impl {
     // How an operation runs on its descriptor.
     enum class Kind : unsigned char { unknown, socket, nonblocking, nowait, blocking };
-    enum class State : unsigned char { free, held, reading, writing, polling, timer, pool, done };
+    enum class State : unsigned char { free, held, reading, writing, polling, timer, pool, aio, done };
 
     struct Pending : Job {
         io_uring_sqe sqe;
@@ -343,8 +344,11 @@ struct EpollEngine::Impl {
             ::close(epfd);
             throw std::system_error(e, std::generic_category(), "ringo: epoll engine: eventfd");
         }
+        // Edge-triggered: each write (a pool thread's, an AIO completion's) is an event of its
+        // own, so the loop never reads the counter back (a system call per wake saved); the
+        // counter would need 2^64 writes to fill (then a writer empties it: wake).
         epoll_event ev{};
-        ev.events = EPOLLIN;
+        ev.events = EPOLLIN | EPOLLET;
         ev.data.fd = -1;
         if (::epoll_ctl(epfd, EPOLL_CTL_ADD, wake_fd, &ev) < 0) {
             int e = errno;
@@ -382,8 +386,12 @@ struct EpollEngine::Impl {
     }
 
     ~Impl() {
-        // Calls still running on the pool write into their operation's buffers and post
-        // into this engine: wait for them (the runtime has cancelled everything else).
+        // Direct reads and writes in flight: io_destroy waits for them to end (their buffers
+        // are written until then). Calls still running on the pool write into their
+        // operation's buffers and post into this engine: wait for them (the runtime has
+        // cancelled everything else).
+        if (aio == AioState::ready)
+            (void)::syscall(SYS_io_destroy, aio_ctx);
         {
             std::unique_lock lk(done_m);
             done_cv.wait(lk, [this] { return on_pool == 0; });
@@ -829,12 +837,19 @@ struct EpollEngine::Impl {
         p->w_next = e->done_head;
         e->done_head = p;
         e->done_any.store(true, std::memory_order_release);
-        if (first) {
-            std::uint64_t one = 1;
-            (void)!::write(e->wake_fd, &one, sizeof one);
-        }
+        if (first)
+            wake(e->wake_fd);
         if (--e->on_pool == 0)
             e->done_cv.notify_all();
+    }
+    // Adds one to the eventfd the loop's wait watches (edge-triggered: every write is seen).
+    static void wake(int fd) noexcept {
+        std::uint64_t one = 1;
+        if (::write(fd, &one, sizeof one) < 0 && errno == EAGAIN) {
+            std::uint64_t v; // full after 2^64 - 2 wakes: empty it and write again
+            (void)!::read(fd, &v, sizeof v);
+            (void)!::write(fd, &one, sizeof one);
+        }
     }
     void to_pool(Pending* p) {
         p->state = State::pool;
@@ -872,17 +887,21 @@ struct EpollEngine::Impl {
         while (rev) {
             Pending* n = rev->w_next;
             rev->w_next = nullptr;
-            if (rev->recheck && rev->res == -ESPIPE && !rev->cancelled) {
-                // The descriptor is no longer the regular file it was (closed behind the
-                // engine's back, its number reused by a pipe or socket): start over.
-                if (rev->fd >= 0)
-                    fd_state(rev->fd).kind = Kind::unknown;
-                rev->recheck = false;
-                start(rev);
-            } else {
-                finish(rev, rev->res);
-            }
+            ended_off_loop(rev, rev->res);
             rev = n;
+        }
+    }
+    // The result of a call made off the loop's thread (the pool, native AIO).
+    void ended_off_loop(Pending* p, int res) {
+        if (p->recheck && res == -ESPIPE && !p->cancelled) {
+            // The descriptor is no longer the regular file it was (closed behind the
+            // engine's back, its number reused by a pipe or socket): start over.
+            if (p->fd >= 0)
+                fd_state(p->fd).kind = Kind::unknown;
+            p->recheck = false;
+            start(p);
+        } else {
+            finish(p, res);
         }
     }
 
@@ -948,6 +967,116 @@ struct EpollEngine::Impl {
                                 s.off == ~std::uint64_t{0} ? nullptr : &oout, s.len, flags));
         }
         default: return -EOPNOTSUPP;
+        }
+    }
+
+    // ------------------------------------------------------------------ native AIO
+
+    // A read or write of a file opened with O_DIRECT goes to the device without a pool
+    // thread: Linux's native AIO (io_submit) queues it, and its completion writes wake_fd
+    // (IOCB_FLAG_RESFD), which the wait watches already. The context is set up at the first
+    // direct call; a kernel without AIO (ENOSYS), a seccomp profile that refuses it or a full
+    // fs.aio-max-nr (EAGAIN) leaves the calls on the pool, as does any call io_submit refuses
+    // (the pool's own call then gives the answer). RWF_NOWAIT keeps io_submit from waiting on
+    // the loop's thread (a write that allocates blocks, a lock held): such a call ends with
+    // -EAGAIN and is made again on the pool. A call in flight cannot be withdrawn (io_cancel
+    // does not stop a direct read): it runs to its end, as a call on the pool does.
+    enum class AioState : unsigned char { untried, ready, refused };
+    AioState aio = AioState::untried;
+    aio_context_t aio_ctx = 0;
+    unsigned aio_in_flight = 0;
+    static constexpr unsigned aio_depth = 256;
+    // The head of the context's completion ring, mapped into this process (the layout of
+    // fs/aio.c's struct aio_ring): an enter looks at it before it asks the kernel.
+    struct AioRingHead {
+        unsigned id, nr, head, tail, magic, compat_features, incompat_features, header_length;
+    };
+    static constexpr unsigned aio_ring_magic = 0xa10a10a1;
+
+    bool aio_usable() {
+        if (aio == AioState::untried) {
+            aio_context_t c = 0;
+            if (::syscall(SYS_io_setup, aio_depth, &c) == 0) {
+                aio_ctx = c;
+                aio = AioState::ready;
+            } else {
+                aio = AioState::refused;
+            }
+        }
+        return aio == AioState::ready;
+    }
+    // Queues a direct read or write (the caller knows the descriptor opened with O_DIRECT).
+    // False: not queued, the pool makes it.
+    bool aio_start(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        if (!positional(s) || aio_in_flight >= aio_depth || !aio_usable())
+            return false;
+        iocb cb{};
+        cb.aio_data = reinterpret_cast<std::uintptr_t>(p);
+        cb.aio_lio_opcode = s.opcode == opc::read    ? IOCB_CMD_PREAD
+                            : s.opcode == opc::write ? IOCB_CMD_PWRITE
+                            : s.opcode == opc::readv ? IOCB_CMD_PREADV
+                                                     : IOCB_CMD_PWRITEV;
+        cb.aio_fildes = static_cast<std::uint32_t>(s.fd);
+        cb.aio_buf = s.addr;
+        cb.aio_nbytes = s.len; // (the vector's length for readv and writev)
+        cb.aio_offset = static_cast<std::int64_t>(s.off);
+        cb.aio_rw_flags = static_cast<int>(s.rw_flags | RWF_NOWAIT);
+        cb.aio_flags = IOCB_FLAG_RESFD;
+        cb.aio_resfd = static_cast<std::uint32_t>(wake_fd);
+        iocb* one[1] = {&cb}; // (the kernel copies the iocb, and a vector's iovecs, here)
+        if (::syscall(SYS_io_submit, aio_ctx, 1L, one) != 1)
+            return false;
+        p->state = State::aio;
+        ++aio_in_flight;
+        return true;
+    }
+    // The completions that came, taken from the ring in this process's memory as io_getevents
+    // would take them (this thread is the context's only reader), or with io_getevents when the
+    // ring's header is not the one known.
+    void take_aio_results() {
+        if (aio_in_flight == 0)
+            return;
+        auto* ring_head = reinterpret_cast<AioRingHead*>(aio_ctx);
+        io_event evs[64];
+        for (;;) {
+            long n = 0;
+            if (ring_head->magic == aio_ring_magic && ring_head->incompat_features == 0) {
+                const unsigned nr = ring_head->nr;
+                unsigned head = __atomic_load_n(&ring_head->head, __ATOMIC_RELAXED);
+                const unsigned tail = __atomic_load_n(&ring_head->tail, __ATOMIC_ACQUIRE);
+                const auto* ring_evs = reinterpret_cast<const io_event*>(reinterpret_cast<const char*>(ring_head) +
+                                                                         ring_head->header_length);
+                while (head != tail && n < 64) {
+                    evs[n++] = ring_evs[head];
+                    head = head + 1 == nr ? 0 : head + 1;
+                }
+                if (n == 0)
+                    return; // nothing ended: no system call
+                __atomic_store_n(&ring_head->head, head, __ATOMIC_RELEASE);
+            } else {
+                timespec zero{0, 0};
+                n = ::syscall(SYS_io_getevents, aio_ctx, 0L, 64L, evs, &zero);
+                if (n <= 0)
+                    return;
+            }
+            for (long i = 0; i < n; ++i) {
+                auto* p = reinterpret_cast<Pending*>(static_cast<std::uintptr_t>(evs[i].data));
+                --aio_in_flight;
+                const auto res = static_cast<int>(evs[i].res);
+                if (res == -EAGAIN && !(p->sqe.rw_flags & RWF_NOWAIT)) {
+                    // It would have waited on the loop's thread (RWF_NOWAIT was the engine's).
+                    try {
+                        to_pool(p);
+                    } catch (...) {
+                        finish(p, -EAGAIN);
+                    }
+                    continue;
+                }
+                ended_off_loop(p, res);
+            }
+            if (n < 64)
+                return;
         }
     }
 
@@ -1251,7 +1380,8 @@ struct EpollEngine::Impl {
             heap_remove(p);
             finish(p, -ECANCELED);
             return 0;
-        case State::pool: p->cancelled = true; return -EALREADY;
+        case State::pool:
+        case State::aio: p->cancelled = true; return -EALREADY;
         default: return -ENOENT;
         }
     }
@@ -1267,7 +1397,7 @@ struct EpollEngine::Impl {
             Pending* hit = nullptr;
             for (Pending* p = all; p && !hit; p = p->all_next) {
                 if (p == self || p->state == State::held || p->state == State::free ||
-                    (p->state == State::pool && p->cancelled))
+                    ((p->state == State::pool || p->state == State::aio) && p->cancelled))
                     continue;
                 if ((fl & cancel_any) ||
                     ((fl & cancel_fd) ? p->fd == s.fd && p->sqe.opcode != opc::timeout : p->sqe.user_data == s.addr))
@@ -1671,6 +1801,8 @@ struct EpollEngine::Impl {
             if (tried != AtOnce::missed && read_at_once(p) == AtOnce::done)
                 return;
             p->recheck = trusted;
+            if (fd_state(s.fd).direct && fd_state(s.fd).regular && aio_start(p))
+                return;
             to_pool(p);
             return;
         }
@@ -1748,10 +1880,9 @@ struct EpollEngine::Impl {
         if (n < 0)
             return -errno;
         for (int i = 0; i < n; ++i) {
-            if (evs[i].data.fd < 0) {
-                std::uint64_t v;
-                (void)!::read(wake_fd, &v, sizeof v);
+            if (evs[i].data.fd < 0) { // (wake_fd: edge-triggered, never read)
                 take_pool_results();
+                take_aio_results();
             } else {
                 on_event(evs[i].data.fd, evs[i].events);
             }
@@ -1781,6 +1912,7 @@ struct EpollEngine::Impl {
         if (!(flags & enter_getevents))
             return n;
         take_pool_results();
+        take_aio_results();
         fire_timers();
         // Completions that came at once must not keep the descriptors that wait from being
         // looked at: every 16th enter that would not wait looks anyway (without waiting).

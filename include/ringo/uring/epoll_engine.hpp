@@ -32,6 +32,9 @@ namespace ringo::uring {
 ///     symlinkat, linkat); a positional read of a file opened without O_DIRECT, an open that
 ///     cannot wait (O_NONBLOCK, O_PATH, O_DIRECTORY; with RESOLVE_CACHED) and a statx of a
 ///     descriptor on a local file system are first tried at once;
+///   - native AIO: a read or write (readv, writev) at an offset of a file opened with
+///     O_DIRECT is queued with io_submit (RWF_NOWAIT; its completion writes the eventfd the
+///     wait watches), and goes to the pool when AIO is refused or the call would wait;
 ///   - at once: nop, close, socket, shutdown, bind, listen, fadvise, epoll_ctl;
 ///   - timers: timeout (and timeout_remove / update) in a heap whose nearest deadline is
 ///     epoll_wait's timeout; async_cancel and poll_remove;
