@@ -257,7 +257,8 @@ struct EpollEngine::Impl {
         // it is looked at again at a call that finds nothing waiting on it.
         bool owned = false;
         bool regular = false; // a regular file (read_at_once), as kind_of last found it
-        bool direct = false;  // ... opened with O_DIRECT (its reads go to the pool)
+        bool direct = false;  // ... opened with O_DIRECT (its reads and writes go to native AIO)
+        bool no_aio = false;  // ... on a file system whose direct calls io_submit refuses (the pool's)
         // Opened by the engine (openat, openat2): `direct` is from the open's flags, and a
         // statx of the descriptor says what it is (statx_at_once) without an fstat.
         bool opened = false;
@@ -592,9 +593,10 @@ struct EpollEngine::Impl {
             return Kind::unknown; // EBADF: the call itself says so
         s.regular = S_ISREG(st.st_mode);
         s.direct = false;
+        s.no_aio = false;
         if (s.regular) {
             const int fl = ::fcntl(fd, F_GETFL);
-            s.direct = fl < 0 || (fl & O_DIRECT) != 0; // (unknown: as O_DIRECT, the pool's way)
+            s.direct = fl < 0 || (fl & O_DIRECT) != 0; // (unknown: as O_DIRECT, never on the loop)
         }
         if (S_ISSOCK(st.st_mode))
             s.kind = Kind::socket;
@@ -1025,8 +1027,13 @@ struct EpollEngine::Impl {
         cb.aio_flags = IOCB_FLAG_RESFD;
         cb.aio_resfd = static_cast<std::uint32_t>(wake_fd);
         iocb* one[1] = {&cb}; // (the kernel copies the iocb, and a vector's iovecs, here)
-        if (::syscall(SYS_io_submit, aio_ctx, 1L, one) != 1)
+        if (::syscall(SYS_io_submit, aio_ctx, 1L, one) != 1) {
+            // A file system without non-blocking direct calls (FMODE_NOWAIT: a network or FUSE
+            // file system) refuses every one: its calls go straight to the pool from now on.
+            if (errno == EOPNOTSUPP)
+                fd_state(s.fd).no_aio = true;
             return false;
+        }
         p->state = State::aio;
         ++aio_in_flight;
         return true;
@@ -1801,7 +1808,7 @@ struct EpollEngine::Impl {
             if (tried != AtOnce::missed && read_at_once(p) == AtOnce::done)
                 return;
             p->recheck = trusted;
-            if (fd_state(s.fd).direct && fd_state(s.fd).regular && aio_start(p))
+            if (const FdState& f = fd_state(s.fd); f.direct && f.regular && !f.no_aio && aio_start(p))
                 return;
             to_pool(p);
             return;
