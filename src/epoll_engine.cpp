@@ -248,6 +248,9 @@ struct EpollEngine::Impl {
         // regular file) without looking again: -ESPIPE from the pool then means the number
         // names a stream now, and the operation starts over (take_pool_results).
         bool recheck = false;
+        // What submit's fast path found when it tried a read at once (read_now) before the
+        // record was made: start does not try again.
+        unsigned char first_try = 0; // an AtOnce
     };
     struct FdState {
         Kind kind = Kind::unknown;
@@ -435,6 +438,7 @@ struct EpollEngine::Impl {
         p->cancelled = false;
         p->connecting = false;
         p->recheck = false;
+        p->first_try = 0;
         p->heap_index = static_cast<std::size_t>(-1);
         p->res = 0;
         p->cflags = 0;
@@ -1447,7 +1451,15 @@ struct EpollEngine::Impl {
                s.off != ~std::uint64_t{0} && !(s.flags & sqe_buffer_select);
     }
     AtOnce read_at_once(Pending* p) {
-        const io_uring_sqe& s = p->sqe;
+        int r;
+        const AtOnce a = read_now(p->sqe, r);
+        if (a == AtOnce::done)
+            finish(p, r);
+        return a;
+    }
+    // read_at_once's call, for an SQE that may have no record yet (submit's fast path):
+    // `done` with the result in `r`, or what it found.
+    AtOnce read_now(const io_uring_sqe& s, int& res) {
         if ((s.opcode != opc::read && s.opcode != opc::readv) || s.off == ~std::uint64_t{0} || s.rw_flags ||
             (s.flags & sqe_buffer_select))
             return AtOnce::not_tried;
@@ -1474,7 +1486,7 @@ struct EpollEngine::Impl {
             return AtOnce::stale;
         if (r < 0 || (r != 0 && static_cast<std::size_t>(r) != want))
             return AtOnce::missed;
-        finish(p, r);
+        res = r;
         return AtOnce::done;
     }
 
@@ -1779,7 +1791,7 @@ struct EpollEngine::Impl {
         bool trusted = false; // a positional call on what was last found a regular file
         if (s.fd >= 0) {
             if (s.opcode == opc::read || s.opcode == opc::readv) {
-                tried = read_at_once(p);
+                tried = p->first_try ? static_cast<AtOnce>(p->first_try) : read_at_once(p);
                 if (tried == AtOnce::done)
                     return;
             }
@@ -1854,9 +1866,24 @@ struct EpollEngine::Impl {
     void submit(unsigned n) {
         for (unsigned i = 0; i < n; ++i) {
             const io_uring_sqe& s = sqes[sq_head & (sqes.size() - 1)];
+            // The fast path of a positional read that the page cache holds (read_now), the
+            // common call on a file: its CQE without a record, when it is not in a link.
+            AtOnce first = AtOnce::not_tried;
+            if ((s.opcode == opc::read || s.opcode == opc::readv) && s.fd >= 0 && !link_tail &&
+                !(s.flags & (sqe_io_link | sqe_io_hardlink | sqe_fixed_file))) {
+                int r;
+                first = read_now(s, r);
+                if (first == AtOnce::done) {
+                    const std::uint64_t ud = s.user_data;
+                    __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
+                    post(ud, r, 0);
+                    continue;
+                }
+            }
             __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
             Pending* p = make();
             p->sqe = s;
+            p->first_try = static_cast<unsigned char>(first);
             p->state = State::held;
             const bool links = s.flags & (sqe_io_link | sqe_io_hardlink);
             if (link_tail) {
@@ -1912,7 +1939,6 @@ struct EpollEngine::Impl {
         return r;
     }
     long enter_once(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) {
-        const std::uint64_t start_ns = timeout_ns ? mono_ns() : 0;
         const unsigned n = std::min(to_submit, sq_tail - sq_head);
         submit(n);
         flush_overflow();
@@ -1933,6 +1959,8 @@ struct EpollEngine::Impl {
             }
             return n;
         }
+        // (The caller's timeout counts from here: what came before took no wait.)
+        const std::uint64_t start_ns = timeout_ns ? mono_ns() : 0;
         for (;;) {
             flush_overflow();
             if (cq_ready() >= min_complete)
