@@ -4,7 +4,9 @@
 // one explicit io_uring_enter per call, so every enter is counted (nb::g_sys.loop) and the
 // baseline's syscalls per operation are exact. The logic is the usual one: publish the SQ tail,
 // then enter with the number of new SQEs and, when waiting, GETEVENTS; with SQPOLL the enter is
-// skipped unless the SQ thread sleeps or the CQ has fewer completions than asked for.
+// skipped unless the SQ thread sleeps or the CQ has fewer completions than asked for. The enter
+// is issued inline in the caller's loop, as ringo issues its own (uring_enter.hpp says why), so
+// submit_and_wait() is always inlined.
 //
 // Setup degrades like ringo's default: SINGLE_ISSUER|DEFER_TASKRUN, on EINVAL COOP_TASKRUN,
 // then no flags. The ring fd is registered (IORING_ENTER_REGISTERED_RING) when the kernel allows.
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "common.hpp"
+#include "uring_enter.hpp"
 
 namespace nb {
 
@@ -108,7 +111,7 @@ class Ring {
   // timeout_ms >= 0 bounds the wait (returns -ETIME when it expires). Makes at most one
   // io_uring_enter, none when nothing needs the kernel. Returns the enter result (>= 0) or a
   // negative errno (-EINTR, -ETIME, -EBUSY, -EAGAIN: the caller reaps CQEs and calls again).
-  int submit_and_wait(unsigned wait_nr, int timeout_ms = -1) {
+  [[gnu::always_inline]] int submit_and_wait(unsigned wait_nr, int timeout_ms = -1) {
     unsigned to_submit = flush();
     unsigned flags = 0;
     bool need = false;
@@ -146,10 +149,10 @@ class Ring {
       ts.tv_nsec = static_cast<long long>(timeout_ms % 1000) * 1000000;
       io_uring_getevents_arg arg{};
       arg.ts = reinterpret_cast<uint64_t>(&ts);
-      return io_uring_enter2(static_cast<unsigned>(fd), sqpoll_ ? 0 : to_submit, wait_nr,
-                             flags | IORING_ENTER_EXT_ARG, reinterpret_cast<sigset_t*>(&arg), sizeof arg);
+      return enter_inline(static_cast<unsigned>(fd), sqpoll_ ? 0 : to_submit, wait_nr, flags | IORING_ENTER_EXT_ARG,
+                          &arg, sizeof arg);
     }
-    return io_uring_enter(static_cast<unsigned>(fd), sqpoll_ ? 0 : to_submit, wait_nr, flags, nullptr);
+    return enter_inline(static_cast<unsigned>(fd), sqpoll_ ? 0 : to_submit, wait_nr, flags);
   }
 
   // Calls f(cqe) for every ready CQE and marks them seen. Returns how many.
