@@ -192,18 +192,12 @@ bool has_aio_context() {
     return found;
 }
 
-// A file for O_DIRECT in the temporary directory, or "" when its file system refuses O_DIRECT.
-std::string direct_file() {
-    char path[] = "/tmp/ringo-direct-XXXXXX";
-    int tmp = ::mkstemp(path);
-    if (tmp < 0)
+// A file for O_DIRECT in `dir`, or "" when its file system refuses O_DIRECT.
+std::string direct_file(const ringo_test::TempDir& dir) {
+    std::string path = dir.file("direct");
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+    if (fd < 0)
         return "";
-    ::close(tmp);
-    int fd = ::open(path, O_RDWR | O_DIRECT | O_CLOEXEC);
-    if (fd < 0) {
-        ::unlink(path);
-        return "";
-    }
     ::close(fd);
     return path;
 }
@@ -258,12 +252,12 @@ int direct_round_trip(const std::string& path) {
 }
 
 TEST(EpollEngine, DirectReadsAndWritesByNativeAio) {
-    std::string path = direct_file();
+    ringo_test::TempDir dir;
+    std::string path = direct_file(dir);
     if (path.empty())
         GTEST_SKIP() << "the temporary directory's file system refuses O_DIRECT";
     EXPECT_EQ(direct_round_trip(path), 0);
     EXPECT_FALSE(has_aio_context()) << "the engine's end destroys its AIO context";
-    ::unlink(path.c_str());
 }
 
 // Where native AIO is refused (a seccomp profile, a kernel without it: ENOSYS from io_setup),
@@ -271,7 +265,8 @@ TEST(EpollEngine, DirectReadsAndWritesByNativeAio) {
 TEST(EpollEngine, DirectCallsWhereNativeAioIsRefused) {
     if (ringo_test::under_tsan)
         GTEST_SKIP() << "ThreadSanitizer does not support starting threads after a multi-threaded fork";
-    std::string path = direct_file();
+    ringo_test::TempDir dir;
+    std::string path = direct_file(dir);
     if (path.empty())
         GTEST_SKIP() << "the temporary directory's file system refuses O_DIRECT";
     int status = ringo_test::wait_status_of_child([&] {
@@ -289,13 +284,13 @@ TEST(EpollEngine, DirectCallsWhereNativeAioIsRefused) {
     });
     ASSERT_TRUE(WIFEXITED(status)) << "the child ended by signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     EXPECT_EQ(WEXITSTATUS(status), 0);
-    ::unlink(path.c_str());
 }
 
 // A direct read in flight cannot be withdrawn: cancelled by a deadline it runs to its end
 // (its buffer written until then) and the runtime ends with nothing left in flight.
 TEST(EpollEngine, ADirectReadCancelledRunsToItsEnd) {
-    std::string path = direct_file();
+    ringo_test::TempDir dir;
+    std::string path = direct_file(dir);
     if (path.empty())
         GTEST_SKIP() << "the temporary directory's file system refuses O_DIRECT";
     {
@@ -322,7 +317,6 @@ TEST(EpollEngine, ADirectReadCancelledRunsToItsEnd) {
     }());
     EXPECT_EQ(ended, 20);
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
-    ::unlink(path.c_str());
 }
 
 // fork() after the engine's thread pool has started: the child's own file calls start new
