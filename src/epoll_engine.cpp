@@ -1792,6 +1792,7 @@ struct EpollEngine::Impl {
         if (s.fd >= 0) {
             if (s.opcode == opc::read || s.opcode == opc::readv) {
                 tried = p->first_try ? static_cast<AtOnce>(p->first_try) : read_at_once(p);
+                p->first_try = 0; // (used once: a start over, from ended_off_loop, tries again)
                 if (tried == AtOnce::done)
                     return;
             }
