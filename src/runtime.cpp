@@ -59,18 +59,18 @@ void ExceptionSink::report(const std::exception_ptr& e) noexcept {
 void PromiseBase::rethrow_joined() {
     if (ended_with_exception())
         exc_sink()->release(); // taken by spawned_task_failed
-    std::rethrow_exception(exc_);
+    std::rethrow_exception(exc());
 }
 
 void PromiseBase::spawned_task_failed() noexcept {
-    // Runs on the owner's thread, in the task: the task leaves its runtime's list now, so
+    // Runs on the owner's thread, in the task: the task leaves its runtime's tree now, so
     // the words of its links can hold the exception and a reference to the owner's sink for
     // whoever consumes the result (a detach reports through it, a join releases it).
-    // spawned_final sees the tag and leaves the list alone.
+    // spawned_final sees the tag and leaves the tree alone.
     Runtime* rt = owner_;
-    detail::RuntimeAccess::registry(*rt).unregister_task(*this); // exc_ is now an empty exception_ptr
-    exc_ = std::current_exception();
-    exc_sink_tagged_ =
+    own_ctx_.unlink();
+    std::construct_at(&own_ctx_.ended_exc, std::current_exception());
+    own_ctx_.ended_sink =
         reinterpret_cast<std::uintptr_t>(detail::RuntimeAccess::registry(*rt).exception_sink().acquire()) | 1;
 }
 
@@ -94,7 +94,7 @@ namespace {
         return std::noop_coroutine();
     if (old == join_detached) {
         if (p.ended_with_exception()) {
-            p.exc_sink()->report(p.exc_);
+            p.exc_sink()->report(p.exc());
             p.exc_sink()->release();
         }
         if (p.own_ctx_.frame_kept) // detached after spawned_final looked
@@ -141,14 +141,34 @@ void withdraw_join_waiter(JoinWaiter& w) noexcept {
     RuntimeAccess::registry(*w.rt).unlink_join_waiter(w);
 }
 
+void hang_in_current_runtime(CancelCtx& c) noexcept {
+    if (t_current && !c.linked())
+        c.link_first(RuntimeAccess::registry(*t_current).root());
+}
+
+namespace {
+// A spawned task that ended without an exception leaves its runtime's tree; the words of
+// its links then say: no exception, no sink. No test for being in a tree: a task is in
+// one until it ends, or its pprev points at its own next_sibling (a context that went before
+// it let it go: CancelCtx::orphan_children).
+inline void leave_tree(PromiseBase& p) noexcept {
+    CancelCtx& c = p.own_ctx_;
+    *c.pprev = c.next_sibling;
+    if (c.next_sibling)
+        c.next_sibling->pprev = c.pprev;
+    c.pprev = nullptr;
+    std::construct_at(&c.ended_exc);
+}
+} // namespace
+
 void spawned_final(PromiseBase& p) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        detail::RuntimeAccess::registry(*rt).unregister_task(p);
+        leave_tree(p);
     PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     if (p.join_.load(std::memory_order_acquire) == join_detached) { // stays so
         if (p.ended_with_exception()) {
-            p.exc_sink()->report(p.exc_);
+            p.exc_sink()->report(p.exc());
             p.exc_sink()->release();
         }
         if (pool == nullptr)
@@ -189,7 +209,7 @@ void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBa
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        detail::RuntimeAccess::registry(*rt).unregister_task(p);
+        leave_tree(p);
     PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     // Once join_ says completed, a joiner on another thread may free the frame: only locals
     // from here on. (The joiner is a coroutine of this runtime; with a pool it may have moved
@@ -277,11 +297,13 @@ void Runtime::drain_remote() {
         sched_.ready.push(std::coroutine_handle<>::from_address(it.addr));
     }
     if (sweep) {
-        bool all = registry_.cancel_all.exchange(false, std::memory_order_acq_rel);
-        registry_.tasks().for_each([all](detail::PromiseBase& p) {
-            if (p.own_ctx_.remote_request.exchange(false, std::memory_order_acq_rel) || all)
-                detail::cancel(p.own_ctx_);
-        });
+        // The remote requests of the tasks that carry one (cleared as they are taken), then,
+        // when asked, every task.
+        for (detail::CancelCtx* c = registry_.root().first_child; c; c = c->next_sibling)
+            if (c->task_root && c->remote_request.exchange(false, std::memory_order_acq_rel))
+                detail::cancel(*c);
+        if (registry_.cancel_all.exchange(false, std::memory_order_acq_rel))
+            cancel_all_tasks();
     }
 }
 
@@ -289,9 +311,37 @@ void Runtime::post_migration(detail::PromiseBase& p, std::coroutine_handle<> h) 
     inbox_.post({h.address(), reinterpret_cast<detail::PromiseBase*>(reinterpret_cast<std::uintptr_t>(&p) | 1)});
 }
 
-void Runtime::cancel_all_tasks() noexcept {
-    registry_.tasks().for_each([](detail::PromiseBase& p) { detail::cancel(p.own_ctx_); });
+namespace {
+// Cancels every spawned task (and branch task) in the subtree under `n`: those that hang
+// under plain contexts (a TaskScope's group, block_on's root) too, but not those contexts
+// themselves.
+void cancel_tasks_under(detail::CancelCtx& n) noexcept {
+    for (detail::CancelCtx* c = n.first_child; c; c = c->next_sibling) {
+        if (c->of_spawned_task())
+            detail::cancel(*c);
+        else
+            cancel_tasks_under(*c);
+    }
 }
+
+// The spawned tasks and branch tasks in the runtime's tree under `root`, for its shutdown.
+std::vector<detail::PromiseBase*> tasks_in_tree(detail::CancelCtx& root) {
+    std::vector<detail::PromiseBase*> out;
+    std::vector<detail::CancelCtx*> todo{&root};
+    while (!todo.empty()) {
+        detail::CancelCtx* n = todo.back();
+        todo.pop_back();
+        for (detail::CancelCtx* c = n->first_child; c; c = c->next_sibling) {
+            if (c->of_spawned_task())
+                out.push_back(&detail::task_of(*c));
+            todo.push_back(c);
+        }
+    }
+    return out;
+}
+} // namespace
+
+void Runtime::cancel_all_tasks() noexcept { cancel_tasks_under(registry_.root()); }
 
 void Runtime::request_cancel_all() {
     registry_.cancel_all.store(true, std::memory_order_release);
@@ -497,22 +547,23 @@ void Runtime::shutdown() {
     while (!sched_.timers.empty()) // their owners are frames about to be destroyed
         sched_.timers.remove(sched_.timers.top());
     // 2. Destroy the frames of detached tasks. Destroying one may detach others (its
-    //    JoinHandles), so repeat until a pass frees nothing.
+    //    JoinHandles), so repeat until a pass frees nothing. (Destroying a frame frees no
+    //    other task's frame: what a frame ends is a JoinHandle's task that had ended already,
+    //    and so had left the tree.)
     for (bool progress = true; progress;) {
         progress = false;
-        // (Destroying a frame only changes the join state of the tasks its handles held:
-        // none leaves the list but the one destroyed.)
-        registry_.tasks().for_each([&](detail::PromiseBase& p) {
-            if (p.join_.load(std::memory_order_acquire) == detail::join_detached) {
-                registry_.tasks().unlink(p);
-                std::coroutine_handle<>::from_address(p.frame_address()).destroy();
+        for (detail::PromiseBase* p : tasks_in_tree(registry_.root())) {
+            if (p->join_.load(std::memory_order_acquire) == detail::join_detached) {
+                p->own_ctx_.unlink();
+                std::coroutine_handle<>::from_address(p->frame_address()).destroy();
                 progress = true;
             }
-        });
+        }
     }
-    // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners.
-    while (detail::PromiseBase* p = registry_.tasks().first()) {
-        registry_.tasks().unlink(*p);
+    // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners. They
+    //    leave the tree, whose root goes with this runtime.
+    for (detail::PromiseBase* p : tasks_in_tree(registry_.root())) {
+        p->own_ctx_.unlink();
         std::uintptr_t old = p->join_.exchange(detail::join_abandoned, std::memory_order_acq_rel);
         if (old == detail::join_detached) {
             std::coroutine_handle<>::from_address(p->frame_address()).destroy();
@@ -528,6 +579,7 @@ void Runtime::shutdown() {
             }
         }
     }
+    registry_.root().orphan_children(); // what is left: plain contexts (a TaskScope's group)
 }
 
 void Runtime::make_current(Runtime* rt) noexcept {

@@ -16,12 +16,6 @@ namespace ringo {
 
 namespace detail {
 
-static_assert(std::is_standard_layout_v<PromiseBase>, "task_of relies on offsetof(PromiseBase, own_ctx_)");
-
-PromiseBase& task_of(CancelCtx& c) noexcept {
-    return *reinterpret_cast<PromiseBase*>(reinterpret_cast<char*>(&c) - offsetof(PromiseBase, own_ctx_));
-}
-
 void switch_to_misuse(const char* what) { throw std::logic_error(what); }
 
 void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handle<> h) {
@@ -30,7 +24,7 @@ void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handl
     PoolLink* tl = detail::RuntimeAccess::registry(to).pool_link();
     if (tl && tl != fl)
         tl->task_started();
-    detail::RuntimeAccess::registry(from).unregister_task(root);
+    root.own_ctx_.unlink(); // leaves `from`'s tree; `to` hangs it in its own when it arrives
     // A coroutine of `from` waiting for this task becomes a waiter on another runtime: link
     // it, so that `from` withdraws it if it goes first. (Waiters of other runtimes linked
     // themselves when they began to wait; only `from`'s thread registers `from`'s waiters.)

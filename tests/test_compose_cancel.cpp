@@ -780,6 +780,49 @@ TEST(Shielded, AwaitsLvaluesAndAJoinHandle) {
     EXPECT_EQ(r, std::make_pair(7, 0));
 }
 
+// A task of a combinator under a shield still hangs in its runtime's tree: cancelling the
+// task that awaits it does not reach it, but the runtime's end frees it.
+struct Alive {
+    std::atomic<int>* n;
+    explicit Alive(std::atomic<int>* p) : n(p) { ++*n; }
+    Alive(Alive&& o) noexcept : n(o.n) { ++*n; }
+    ~Alive() { --*n; }
+};
+
+Task<int> sleep_holding(Alive, std::chrono::milliseconds d) { co_return co_await ringo::sleep_for(d); }
+
+TEST(Shielded, BranchesUnderAShieldAreFreedWhenTheRuntimeGoes) {
+    std::atomic<int> alive{0};
+    {
+        ringo::Runtime rt;
+        rt.block_on([](std::atomic<int>* a) -> Task<void> {
+            ringo::spawn([](std::atomic<int>* a) -> Task<void> {
+                Task<int> x = sleep_holding(Alive(a), 24h);
+                Task<int> y = sleep_holding(Alive(a), 24h);
+                (void)co_await ringo::shielded(ringo::when_all(std::move(x), std::move(y)));
+            }(a))
+                .detach();
+            co_await ringo::sleep_for(2ms); // both branches wait
+        }(&alive));
+        EXPECT_EQ(alive.load(), 2);
+    }
+    EXPECT_EQ(alive.load(), 0);
+}
+
+TEST(Shielded, CancellingTheTaskDoesNotReachTheBranchesOfAShieldedWhenAll) {
+    auto r = run([&]() -> Task<std::pair<int, int>> {
+        auto h = ringo::spawn([]() -> Task<std::pair<int, int>> {
+            auto [a, b] = co_await ringo::shielded(ringo::when_all(ringo::sleep_for(10ms), ringo::sleep_for(10ms)));
+            co_return std::pair{a, b};
+        }());
+        co_await ringo::sleep_for(2ms);
+        h.cancel();
+        co_return co_await h;
+    });
+    EXPECT_NE(r.first, -ECANCELED);
+    EXPECT_NE(r.second, -ECANCELED);
+}
+
 TEST(Shielded, OutsideACancelledTaskItIsTransparent) {
     auto r = run([&]() -> Task<int> {
         int a = co_await ringo::shielded(op::nop());

@@ -118,6 +118,34 @@ TEST(Scope, DroppedScopeCancelsItsTasks) {
     EXPECT_EQ(rt.stats().ops_in_flight, 0u);
 }
 
+TEST(Scope, APoolShutdownNowCancelsTheTasksOfAScopeBetweenJoins) {
+    // The scope's tasks hang under their runtime's root while no task joins the scope: the
+    // pool's shutdown_now reaches them there, while their owner waits shielded (so the
+    // cancellation cannot come through its join).
+    std::atomic<int> cancelled{0};
+    std::atomic<int> seen_before_join{-1};
+    {
+        ringo::RuntimePool pool(1);
+        pool.spawn([](std::atomic<int>* c, std::atomic<int>* seen) -> Task<void> {
+                ringo::TaskScope scope;
+                for (int i = 0; i < 3; ++i)
+                    scope.spawn([](std::atomic<int>* c) -> Task<void> {
+                        int r = co_await ringo::sleep_for(24h);
+                        if (r == -ECANCELED)
+                            ++*c;
+                    }(c));
+                (void)co_await ringo::shielded(ringo::sleep_for(100ms));
+                seen->store(c->load());
+                co_await scope.join();
+            }(&cancelled, &seen_before_join))
+            .detach();
+        std::this_thread::sleep_for(20ms);
+        pool.shutdown_now();
+    }
+    EXPECT_EQ(seen_before_join.load(), 3);
+    EXPECT_EQ(cancelled.load(), 3);
+}
+
 TEST(Scope, TasksStillRunningWhenTheRuntimeGoesLeaveNothingBehind) {
     // A scope's task that is still waiting when the runtime is destroyed (the task that owned
     // the scope returned without joining it, as a server that fails returns) is destroyed by

@@ -94,6 +94,8 @@ public:
         if constexpr (std::is_base_of_v<detail::PromiseBase, P>) {
             promise_ = &h.promise();
             outer_ = std::exchange(promise_->ctx_, &shield_);
+            shield_.shield = true;
+            shield_.link_first(*outer_); // not cancelled with it (cancel skips a shield)
         }
         try {
             return aw().await_suspend(h);
@@ -123,10 +125,11 @@ private:
         if (promise_)
             promise_->ctx_ = std::exchange(outer_, nullptr);
         promise_ = nullptr;
+        shield_.unlink();
     }
     A a_;
     std::optional<Holder> aw_;
-    detail::CancelCtx shield_; // a root of its own, never cancelled
+    detail::CancelCtx shield_; // in the awaiting strand's tree, never cancelled with it
     detail::PromiseBase* promise_ = nullptr;
     detail::CancelCtx* outer_ = nullptr;
 };

@@ -54,8 +54,8 @@ public:
     Task<void> join() {
         State* s = s_;
         if (detail::CancelCtx* outer = co_await detail::CurrentCtx{}) {
-            if (!s->g.ctx.linked())
-                s->g.ctx.link_under(*outer);
+            s->g.ctx.unlink(); // from under the runtime's root, where its tasks hung meanwhile
+            s->g.ctx.link_under(*outer);
             if (outer->cancelled)
                 detail::cancel(s->g.ctx);
         }

@@ -84,9 +84,14 @@ inline void start_branch(BranchGroup& g, Task<void> t) noexcept {
     auto& p = h.promise();
     Runtime& rt = *g.rt;
     p.become_spawned(rt, h.address(), /*task_root=*/false); // cancelled with its group
+    auto& reg = detail::RuntimeAccess::registry(rt);
+    // The group hangs in the runtime's tree (under the awaiting task, or else under the
+    // root), so the runtime's cancel sweeps and shutdown find the branch through it.
+    if (!g.ctx.linked())
+        g.ctx.link_first(reg.root());
     p.own_ctx_.link_under(g.ctx);
     p.join_.store(join_detached, std::memory_order_relaxed);
-    detail::RuntimeAccess::registry(rt).register_task(p);
+    reg.count_task();
     rt.schedule(h);
 }
 

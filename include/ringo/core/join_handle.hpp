@@ -135,7 +135,7 @@ private:
             if (old == detail::join_completed && p.ended_with_exception()) {
                 // It ended with an exception before this detach: report it through its
                 // runtime's handler now (on this thread).
-                p.exc_sink()->report(p.exc_);
+                p.exc_sink()->report(p.exc());
                 p.exc_sink()->release();
             }
             if (p.own_ctx_.frame_kept)

@@ -94,7 +94,12 @@ public:
         if (!h)
             throw std::logic_error("ringo: block_on of an empty Task");
         h.promise().ctx_ = &h.promise().own_ctx_;
+        // Its context hangs in this runtime's tree while it runs, so that a cancel sweep or
+        // the shutdown finds the combinator branches it starts; it leaves when it ends (its
+        // frame does so too, if run() throws).
+        h.promise().own_ctx_.link_first(registry_.root());
         run(h);
+        h.promise().own_ctx_.unlink();
         return h.promise().result();
     }
 

@@ -189,9 +189,6 @@ JoinHandle<T> spawn_on(Runtime& rt, Task<T> task) {
 
 namespace detail {
 
-/// The spawned task whose own cancellation context is `c` (c.task_root must be set).
-PromiseBase& task_of(CancelCtx& c) noexcept;
-
 /// Moves the spawned task `root`, suspended at `h` on `from` (the calling thread), to `to`.
 void migrate(PromiseBase& root, Runtime& from, Runtime& to, std::coroutine_handle<> h);
 
@@ -210,7 +207,7 @@ struct SwitchTo {
         if (!ctx || !ctx->task_root)
             switch_to_misuse("ringo: switch_to needs a spawned task (not a block_on root, not a "
                              "when_all/when_any/TaskScope branch)");
-        if (ctx->linked())
+        if (ctx->first_child)
             switch_to_misuse("ringo: switch_to inside with_timeout, when_all, when_any or a TaskScope");
         PromiseBase& root = task_of(*ctx);
         if (root.owner_ != from)

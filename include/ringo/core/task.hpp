@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -56,34 +57,61 @@ struct Waitable {
 /// Branches form a tree; cancelling a node cancels its subtree. A node is linked into its
 /// parent's list of children through `next_sibling` and `pprev` (the word that points to
 /// it: the parent's `first_child` or the previous sibling's `next_sibling`), so it leaves
-/// the tree in O(1) without knowing its parent. Owner thread only, except
-/// `remote_request`, which other threads set (then wake the owner).
+/// the tree in O(1) without knowing its parent. Each runtime's tree has a root of its own
+/// (TaskRegistry::root): its spawned tasks hang there, so the tree is also the runtime's
+/// list of live tasks. Owner thread only, except `remote_request`, which other threads set
+/// (then wake the owner).
 struct CancelCtx {
     Waitable* waiting = nullptr;
     CancelCtx* first_child = nullptr;
-    CancelCtx* next_sibling = nullptr;
-    CancelCtx** pprev = nullptr; // null: not in any tree
+    // The links in the parent's list. The own context of a task (PromiseBase::own_ctx_) that
+    // is in no tree holds in the same two words what the task ended with instead (a tree link
+    // is never odd, a tagged sink always is): see PromiseBase::exc().
+    union {
+        CancelCtx* next_sibling = nullptr;
+        std::exception_ptr ended_exc;
+    };
+    union {
+        CancelCtx** pprev = nullptr; // null: not in any tree
+        std::uintptr_t ended_sink;
+    };
     bool cancelled = false;
     std::atomic<bool> remote_request{false};
     bool task_root = false; // the own context of a spawned task (PromiseBase::own_ctx_)
-    // The own context of a spawned task: how many bytes its coroutine frame starts before
-    // its promise (PromiseBase::frame_address). Kept here, in what would be padding.
+    // A shield (ringo::shielded): in its awaiting strand's tree, so that the runtime finds
+    // what hangs under it, but cancelling that strand does not reach it.
+    bool shield = false;
+    // The own context of a spawned task or of a combinator's branch task: how many bytes its
+    // coroutine frame starts before its promise (PromiseBase::frame_address; never 0, as the
+    // frame starts with the coroutine's resume and destroy pointers). 0 in any other context.
+    // Kept here, in what would be padding.
     std::uint8_t frame_offset = 0;
     // The own context of a spawned task that has ended while a JoinHandle held it: its frame
     // was destroyed (parameters and all) and only its memory kept, holding the result
     // (spawned_final). Also in what would be padding.
     bool frame_kept = false;
     // The padding up to the next 8 bytes, zeroed with the flags in one store.
-    std::uint8_t spare_[3]{};
+    std::uint8_t spare_[2]{};
 
+    constexpr CancelCtx() noexcept {}
+    CancelCtx(const CancelCtx&) = delete;
+    CancelCtx& operator=(const CancelCtx&) = delete;
+
+    /// True for the own context of a spawned task or branch task (PromiseBase::own_ctx_).
+    [[nodiscard]] bool of_spawned_task() const noexcept { return frame_offset != 0; }
     /// True while this node is a child of another.
     [[nodiscard]] bool linked() const noexcept { return pprev != nullptr; }
-    void link_under(CancelCtx& p) noexcept {
+    /// Links this node first among the children of `p`, which is never cancelled (a
+    /// runtime's root).
+    void link_first(CancelCtx& p) noexcept {
         next_sibling = p.first_child;
         if (next_sibling)
             next_sibling->pprev = &next_sibling;
         p.first_child = this;
         pprev = &p.first_child;
+    }
+    void link_under(CancelCtx& p) noexcept {
+        link_first(p);
         if (p.cancelled)
             cancelled = true;
     }
@@ -96,15 +124,46 @@ struct CancelCtx {
         pprev = nullptr;
         next_sibling = nullptr;
     }
-    ~CancelCtx() {
-        unlink();
+    /// Lets go of the children (they are then in no tree). The context of a spawned task
+    /// (a TaskScope's task whose scope went first) is pointed at its own `next_sibling`
+    /// instead of null: the task may still reach its end, which unlinks without a test
+    /// (see spawned_final), and then writes only its own words.
+    void orphan_children() noexcept {
         for (CancelCtx* c = first_child; c;) {
             CancelCtx* n = c->next_sibling;
-            c->pprev = nullptr;
             c->next_sibling = nullptr;
+            c->pprev = c->of_spawned_task() ? &c->next_sibling : nullptr;
             c = n;
         }
+        first_child = nullptr;
     }
+    /// Leaves the tree, handing the children to the parent: they take this node's place
+    /// among its siblings, so what hangs under a context that goes (a group whose last
+    /// branch is ending, a frame destroyed by its runtime's shutdown) stays where the
+    /// runtime finds it. Out of any tree, the children are let go (orphan_children).
+    void leave_tree() noexcept {
+        CancelCtx* c = first_child;
+        if (!c) {
+            unlink();
+            return;
+        }
+        if (!pprev) {
+            orphan_children();
+            return;
+        }
+        first_child = nullptr;
+        CancelCtx* last = c;
+        while (last->next_sibling)
+            last = last->next_sibling;
+        *pprev = c;
+        c->pprev = pprev;
+        last->next_sibling = next_sibling;
+        if (next_sibling)
+            next_sibling->pprev = &last->next_sibling;
+        pprev = nullptr;
+        next_sibling = nullptr;
+    }
+    ~CancelCtx() { leave_tree(); }
 };
 
 /// Requests cancellation of `c` and its subtree (owner thread). Idempotent.
@@ -115,7 +174,8 @@ inline void cancel(CancelCtx& c) noexcept {
             w->cancel_fn(w);
     }
     for (CancelCtx* ch = c.first_child; ch; ch = ch->next_sibling)
-        cancel(*ch);
+        if (!ch->shield)
+            cancel(*ch);
 }
 
 /// The cancellation context of the coroutine behind `h`, when it is a ringo task.
@@ -166,7 +226,7 @@ struct ExceptionSink {
 /// the coroutine then flows off its end at once, its frame destroyed. For a detached task that
 /// is all. For one that a JoinHandle holds, everything the task owns (its parameters: a
 /// stream, a buffer) is so released when it ends, not when the handle goes, while the frame's
-/// memory is kept (frame_kept): the promise's result (value_, exc_), join state and owner stay
+/// memory is kept (frame_kept): the promise's result (value_, exc()), join state and owner stay
 /// there for the joiner, as a finished Tokio task keeps only its output. The frame's operator
 /// delete then runs spawned_kept_end (through t_keep_frame), which publishes the end.
 void spawned_final(PromiseBase& p) noexcept;
@@ -180,19 +240,36 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
 /// task of a pool frees its memory and then drops the pool's count.
 void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBase&) noexcept) noexcept;
 
+/// Hangs `c` (the own context of a task awaited by a coroutine that is not a ringo task)
+/// under the root of the runtime of this thread, if any and if `c` is in no tree, so that
+/// the runtime finds the combinator branches it starts (TaskRegistry).
+void hang_in_current_runtime(CancelCtx& c) noexcept;
+
 /// The frame whose operator delete is to run spawned_kept_end (see spawned_final); null
 /// otherwise.
 inline constinit thread_local void* t_keep_frame = nullptr;
 
 struct PromiseBase {
-    PromiseBase() noexcept : ctx_(&own_ctx_) {}
+    PromiseBase() noexcept : ctx_(&own_ctx_), own_ctx_() {}
     PromiseBase(const PromiseBase&) = delete;
     PromiseBase& operator=(const PromiseBase&) = delete;
     ~PromiseBase() {
+        // Most frames go with three tests: in no tree, no children, no exception.
+        if ((own_ctx_.ended_sink != 0 && (own_ctx_.ended_sink & 1) == 0) || own_ctx_.first_child) [[unlikely]]
+            leave_tree_at_end();
         // The slot holds an exception_ptr whenever a frame goes; a frame kept for its result
-        // keeps it. (An empty one holds nothing: most frames go with one test.)
-        if (exc_ && !own_ctx_.frame_kept) [[unlikely]]
-            exc_.~exception_ptr();
+        // keeps it.
+        if (own_ctx_.ended_exc && !own_ctx_.frame_kept) [[unlikely]]
+            own_ctx_.ended_exc.~exception_ptr();
+    }
+    /// A frame that goes while its context is in a tree (a block_on root whose run ended by
+    /// an exception) or has children (contexts that outlive it): it leaves the tree, and
+    /// hands the children to its parent (CancelCtx::leave_tree).
+    [[gnu::cold, gnu::noinline]] void leave_tree_at_end() noexcept {
+        if ((own_ctx_.ended_sink & 1) == 0)
+            own_ctx_.leave_tree();
+        else
+            own_ctx_.orphan_children();
     }
 
     // For a task that is awaited: the address of who resumes when it ends (continuation(),
@@ -203,22 +280,6 @@ struct PromiseBase {
     std::atomic<std::uintptr_t> join_{join_running};
     // Set when the task is spawned; null for a task that is only awaited.
     Runtime* owner_ = nullptr;
-    // A spawned task, while its runtime holds it in its list of live tasks (for shutdown),
-    // links there through prev_ and next_. Once it has left that list (it ended, or its
-    // runtime let it go), the same two words hold what it ended with: exc_, and, when that
-    // is an exception, a reference to the owner's ExceptionSink tagged with bit 0
-    // (exc_sink_tagged_; a list link is never odd), through which the exception is
-    // reported if the task's handle is detached, and which joining releases. A task that is
-    // only awaited never joins a list: exc_ is all it uses. Sharing the words keeps the
-    // frame of an empty spawned task at 112 bytes.
-    union {
-        PromiseBase* prev_ = nullptr;
-        std::uintptr_t exc_sink_tagged_;
-    };
-    union {
-        PromiseBase* next_;
-        std::exception_ptr exc_{};
-    };
     // The strand this coroutine runs in: its awaiter's when awaited by a ringo task, its own
     // otherwise (spawned, the root of block_on, or awaited by a foreign coroutine). Never null
     // while it runs. Once a spawned task's frame is kept for its result (spawned_final), the
@@ -227,7 +288,23 @@ struct PromiseBase {
         CancelCtx* ctx_; // &own_ctx_ at first (the constructor)
         std::size_t kept_size_;
     };
-    CancelCtx own_ctx_;
+    // Its own cancellation context, also its place in its runtime's list of live tasks: a
+    // spawned task hangs in its runtime's tree (under the root, or under its combinator's
+    // group) while it runs. Once it has left the tree (it ended, or its runtime let it go),
+    // the two words of the tree links hold what it ended with: exc(), and, when that is an
+    // exception of a spawned task, a reference to the owner's ExceptionSink tagged with bit 0
+    // (exc_sink_tagged(); a tree link is never odd), through which the exception is reported
+    // if the task's handle is detached, and which joining releases. A task that is only
+    // awaited is in no tree: exc() is all it uses. Sharing the words keeps the frame of an
+    // empty spawned task at 96 bytes. In a union: the destructor above, not CancelCtx's, says
+    // what the words hold when the frame goes.
+    union {
+        CancelCtx own_ctx_;
+    };
+
+    /// What the task ended with: an exception, or none.
+    [[nodiscard]] std::exception_ptr& exc() noexcept { return own_ctx_.ended_exc; }
+    [[nodiscard]] const std::exception_ptr& exc() const noexcept { return own_ctx_.ended_exc; }
 
     /// Who resumes when this awaited task ends (see join_).
     void set_continuation(std::coroutine_handle<> c) noexcept {
@@ -253,16 +330,18 @@ struct PromiseBase {
 
     /// A spawned task that ended with an exception: its owner's sink (a reference).
     [[nodiscard]] ExceptionSink* exc_sink() const noexcept {
-        return reinterpret_cast<ExceptionSink*>(exc_sink_tagged_ & ~std::uintptr_t{1});
+        return reinterpret_cast<ExceptionSink*>(own_ctx_.ended_sink & ~std::uintptr_t{1});
     }
     /// True once a spawned task has left its runtime's list with an exception.
-    [[nodiscard]] bool ended_with_exception() const noexcept { return (exc_sink_tagged_ & 1) != 0; }
+    [[nodiscard]] bool ended_with_exception() const noexcept { return (own_ctx_.ended_sink & 1) != 0; }
 
     void unhandled_exception() noexcept {
-        if (owner_) [[unlikely]]
-            spawned_task_failed(); // leaves its runtime's list first: the words become exc_
-        else
-            exc_ = std::current_exception();
+        if (owner_) [[unlikely]] {
+            spawned_task_failed(); // leaves its runtime's tree first: the words become exc()
+        } else {
+            own_ctx_.unlink(); // a block_on root leaves its runtime's tree
+            std::construct_at(&own_ctx_.ended_exc, std::current_exception());
+        }
     }
     /// unhandled_exception of a spawned task (out of line: needs Runtime).
     void spawned_task_failed() noexcept;
@@ -284,7 +363,7 @@ struct PromiseBase {
     [[gnu::always_inline]] void drop_kept_base() noexcept {
         void* frame = frame_address();
         std::size_t n = kept_size_;
-        exc_.~exception_ptr();
+        exc().~exception_ptr();
         free_frame(frame, n);
     }
     std::suspend_always initial_suspend() const noexcept { return {}; }
@@ -319,18 +398,25 @@ struct PromiseBase {
     }
 
     void rethrow_if_exception() const {
-        if (exc_) [[unlikely]]
-            std::rethrow_exception(exc_);
+        if (exc()) [[unlikely]]
+            std::rethrow_exception(exc());
     }
     /// For a JoinHandle taking the result of a spawned task that ended with an exception:
     /// lets go of exc_sink_ (nothing is reported: the joiner gets the exception) and
     /// rethrows. Out of line, so the join path stays small enough to inline.
     [[noreturn, gnu::cold, gnu::noinline]] void rethrow_joined();
     void rethrow_if_exception_joined() {
-        if (exc_) [[unlikely]]
+        if (exc()) [[unlikely]]
             rethrow_joined();
     }
 };
+
+/// The spawned task or branch task whose own cancellation context is `c`
+/// (c.of_spawned_task() must hold).
+inline PromiseBase& task_of(CancelCtx& c) noexcept {
+    static_assert(std::is_standard_layout_v<PromiseBase>, "task_of relies on offsetof(PromiseBase, own_ctx_)");
+    return *reinterpret_cast<PromiseBase*>(reinterpret_cast<char*>(&c) - offsetof(PromiseBase, own_ctx_));
+}
 
 template <class T>
 struct Promise : PromiseBase {
@@ -423,6 +509,8 @@ public:
             h.promise().set_continuation(cont);
             if constexpr (std::is_base_of_v<detail::PromiseBase, P>)
                 h.promise().ctx_ = cont.promise().ctx_;
+            else // its own context: in the current runtime's tree while it runs
+                detail::hang_in_current_runtime(h.promise().own_ctx_);
             return h;
         }
         T await_resume() {

@@ -88,7 +88,7 @@ inline void* allocate_frame(std::size_t n) {
     return ::operator new(n);
 }
 
-inline void free_frame(void* ptr, [[maybe_unused]] std::size_t n) noexcept {
+[[gnu::always_inline]] inline void free_frame(void* ptr, [[maybe_unused]] std::size_t n) noexcept {
 #if RINGO_FRAME_POOL
     std::size_t c = (n - 1) / FramePool::granule;
     if (c < FramePool::classes) [[likely]] {

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <mutex>
 
-#include <ringo/core/detail/task_list.hpp>
 #include <ringo/core/task.hpp>
 
 namespace ringo::detail {
@@ -47,26 +46,37 @@ private:
 /// The tasks a runtime holds (for its cancel sweeps and its shutdown), its coroutines that
 /// wait for tasks of other runtimes, the sink of its detached tasks' exceptions, and its pool
 /// link with the pool's count of live tasks. Owner thread only, but for `cancel_all`.
+///
+/// The live tasks are the runtime's cancellation tree (CancelCtx): its spawned tasks hang
+/// under root(), and so do the groups of combinator branches that no task awaits (a TaskScope
+/// between joins) and block_on's root while it runs; branch tasks hang under their group. A
+/// task leaves the tree when it ends (its own context unlinks), so no second list is kept.
 class TaskRegistry {
 public:
     explicit TaskRegistry(void (*exception_handler)(std::exception_ptr)) : exc_sink_(exception_handler) {}
 
-    /// A task spawned here: counted (and counted in the pool's live tasks) and listed.
+    /// A task spawned here: counted (and counted in the pool's live tasks) and hung under
+    /// the root.
     void register_task(PromiseBase& p) noexcept {
+        count_task();
+        p.own_ctx_.link_first(root_);
+    }
+    /// A combinator's branch task started here: counted (it hangs under its group).
+    void count_task() noexcept {
         ++spawned_;
         if (pool_) [[unlikely]]
             pool_->task_started();
-        tasks_.link(p);
     }
-    /// A task counted already (posted from another thread, or arriving by switch_to): listed.
-    void link_task(PromiseBase& p) noexcept { tasks_.link(p); }
-    /// Takes `p` off the list of live tasks (TaskList::unlink).
-    void unregister_task(PromiseBase& p) noexcept { tasks_.unlink(p); }
+    /// A task counted already (posted from another thread, or arriving by switch_to): hung
+    /// under the root.
+    void link_task(PromiseBase& p) noexcept { p.own_ctx_.link_first(root_); }
     void count_spawn() noexcept { ++spawned_; }
     void count_migration() noexcept { ++migrated_in_; }
     [[nodiscard]] std::uint64_t spawned() const noexcept { return spawned_; }
     [[nodiscard]] std::uint64_t migrated_in() const noexcept { return migrated_in_; }
-    TaskList& tasks() noexcept { return tasks_; }
+    /// The root of the runtime's cancellation tree: never cancelled itself (a cancel sweep
+    /// cancels what hangs under it).
+    CancelCtx& root() noexcept { return root_; }
 
     /// Where exceptions of this runtime's detached tasks are reported (see ExceptionSink).
     ExceptionSink& exception_sink() noexcept { return *exc_sink_; }
@@ -87,7 +97,7 @@ public:
     std::atomic<bool> cancel_all{false};
 
 private:
-    TaskList tasks_;                     // live spawned tasks
+    CancelCtx root_;                     // live spawned tasks hang here (see above)
     JoinWaiter* join_waiters_ = nullptr; // linked JoinWaiters of this runtime's coroutines
     ExceptionSinkRef exc_sink_;
     PoolLink* pool_ = nullptr;
