@@ -29,7 +29,8 @@ class ErrorNote {
 public:
     ErrorNote() noexcept = default;
     /// A text that outlives every Result: a string literal (null: none).
-    ErrorNote(const char* static_text) noexcept : p_(reinterpret_cast<std::uintptr_t>(static_text)) {} // NOLINT
+    ErrorNote(const char* static_text) noexcept // NOLINT
+        : p_(reinterpret_cast<std::uintptr_t>(static_text) << 1) {}
     /// `what`, a space and `detail` ("connect to" "127.0.0.1:7000"), made now; `what` alone
     /// when memory runs out.
     static ErrorNote made(const char* what, std::string_view detail) noexcept {
@@ -59,28 +60,38 @@ public:
         return *this;
     }
     ~ErrorNote() {
-        if (Heap* h = heap(); h && h->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            h->~Heap();
-            std::free(h);
-        }
+        if (p_ & heap_tag) [[unlikely]]
+            release(p_);
     }
     /// The text, or null.
     [[nodiscard]] const char* text() const noexcept {
         if (Heap* h = heap())
             return h->text();
-        return reinterpret_cast<const char*>(p_);
+        return reinterpret_cast<const char*>(p_ >> 1);
     }
 
 private:
-    // A made text: its count, and its characters after it. Tagged in p_ by the top bit: a
-    // static text may start at any address, so no low bit is free, while a user-space
-    // address on 64-bit Linux never has the top bit set.
+    // A made text: its count, and its characters after it. p_ holds a made text's address
+    // with the low bit set (malloc aligns it), or a static text's address shifted left by
+    // one (a static text may start at any address, and a user-space address on 64-bit
+    // Linux never has the top bit set). The shift, rather than a tag in the top bit, lets
+    // the compiler see that a note made from a static text owns nothing: a Result holding
+    // one is destroyed without a test, and a success path that merges with such an error
+    // path keeps no dead stores of its Result.
     static_assert(sizeof(std::uintptr_t) == 8, "ringo::detail::ErrorNote: 64-bit addresses");
-    static constexpr std::uintptr_t heap_tag = std::uintptr_t{1} << 63;
+    static constexpr std::uintptr_t heap_tag = 1;
     struct Heap {
         std::atomic<std::uint32_t> refs{1};
         char* text() noexcept { return reinterpret_cast<char*>(this + 1); }
     };
+    // Drops a made text's count, freeing it with the last.
+    [[gnu::cold, gnu::noinline]] static void release(std::uintptr_t p) noexcept {
+        Heap* h = reinterpret_cast<Heap*>(p & ~heap_tag);
+        if (h->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            h->~Heap();
+            std::free(h);
+        }
+    }
     [[nodiscard]] Heap* heap() const noexcept {
         return (p_ & heap_tag) ? reinterpret_cast<Heap*>(p_ & ~heap_tag) : nullptr;
     }
@@ -407,16 +418,17 @@ private:
 
 /// Result<T> of a kernel result that is a count or value on success: `r` itself (converted
 /// to T) when `r` >= 0, else the error `-r`; for T = void, success or that error.
-/// `note` says what failed (an operation's name: see detail::ErrorNote).
+/// `note` says what failed (an operation's name: see detail::ErrorNote). Always inlined:
+/// with a static note the compiler then sees that the error's Result owns nothing, and a
+/// success keeps nothing of the note (neither stored nor tested).
 template <class T>
-[[nodiscard]] Result<T> result_of(int r, detail::ErrorNote note = {}) noexcept {
-    if constexpr (std::is_void_v<T>) {
-        return Result<void>::from_res(r, std::move(note));
-    } else {
-        if (r < 0) [[unlikely]]
-            return Result<T>(errno_code(r), std::move(note));
-        return static_cast<T>(r);
-    }
+[[nodiscard, gnu::always_inline]] inline Result<T> result_of(int r, detail::ErrorNote note = {}) noexcept {
+    if (r < 0) [[unlikely]]
+        return Result<T>(errno_code(r), std::move(note));
+    if constexpr (std::is_void_v<T>)
+        return Result<void>();
+    else
+        return Result<T>(static_cast<T>(r));
 }
 
 } // namespace ringo
