@@ -41,24 +41,29 @@ public:
     Result<T> await_resume() noexcept { return result_of<T>(this->op_.await_resume(), What); }
 };
 
+/// The Result<T> of a socket operation that failed: its error, noted with the peer of `fd`
+/// (see peer_note). Out of line and cold: the success path of SocketResultOp holds the
+/// count alone.
+template <class T>
+[[nodiscard, gnu::cold, gnu::noinline]] Result<T> failed_socket_result(int r, const char* what, const char* with_peer,
+                                                                       op::FileRef fd) noexcept {
+    return Result<T>(errno_code(r), peer_note(what, with_peer, fd.fixed() ? -1 : fd.raw()));
+}
+
 /// ResultOp of an operation on a socket whose first argument is the socket: an error is
 /// noted with the peer's address, looked up then ("read from 10.0.0.2:5000"; `What` alone
-/// when there is none).
+/// when there is none, or for a registered file's slot). The socket is the one the
+/// operation holds: nothing more is kept for the note.
 template <class O, class T, const char* What, const char* WithPeer>
 class [[nodiscard]] SocketResultOp : public AwaitsOp<O> {
 public:
-    template <class... A>
-    explicit SocketResultOp(op::FileRef fd, A&&... a) noexcept
-        : AwaitsOp<O>(fd, std::forward<A>(a)...), fd_(fd.fixed() ? -1 : fd.raw()) {}
+    using AwaitsOp<O>::AwaitsOp;
     Result<T> await_resume() noexcept {
         const int r = this->op_.await_resume();
         if (r < 0) [[unlikely]]
-            return Result<T>(errno_code(r), peer_note(What, WithPeer, fd_));
+            return failed_socket_result<T>(r, What, WithPeer, this->op_.fd_);
         return result_of<T>(r);
     }
-
-private:
-    int fd_;
 };
 
 /// ResultOp of an operation on a path (its arguments: a directory descriptor, the path, the
