@@ -193,7 +193,7 @@ public:
             [this, buf, offset](std::size_t done) {
                 return op::read(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
             },
-            buf.size(), Error::unexpected_eof, ringo::detail::FailNote{detail::what::read});
+            buf.size(), Error::unexpected_eof, ringo::detail::FailNote<detail::what::read>{});
     }
     /// Writes all of `buf` at `offset`, writing again after short writes. A write that moves
     /// nothing is fs::Error::write_zero; a full file system is ENOSPC (what was written
@@ -203,7 +203,7 @@ public:
             [this, buf, offset](std::size_t done) {
                 return op::write(ref(), buf.data() + done, buf.size() - done, advance(offset, done));
             },
-            buf.size(), Error::write_zero, ringo::detail::FailNote{detail::what::write});
+            buf.size(), Error::write_zero, ringo::detail::FailNote<detail::what::write>{});
     }
     auto write_all_at(std::string_view s, std::uint64_t offset) {
         return write_all_at(std::as_bytes(std::span<const char>(s.data(), s.size())), offset);

@@ -115,7 +115,7 @@ public:
         auto* p = static_cast<std::byte*>(buf);
         return detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::read(fd_, p + done, len - done, op::current_pos); }, len,
-            IoError::unexpected_eof, detail::FailNote{detail::what::read});
+            IoError::unexpected_eof, detail::FailNote<detail::what::read>{});
     }
     auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 };
@@ -153,7 +153,7 @@ public:
         int rwf = detail::pipe_write_flags();
         return detail::ExactAwait(
             [this, p, len, rwf](std::size_t done) { return detail::WriteFlags(fd_, p + done, len - done, rwf); }, len,
-            IoError::write_zero, detail::FailNote{detail::what::write});
+            IoError::write_zero, detail::FailNote<detail::what::write>{});
     }
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends (a temporary inside the

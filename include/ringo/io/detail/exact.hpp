@@ -35,9 +35,11 @@ namespace ringo::detail {
 ///         auto* p = static_cast<std::byte*>(buf);
 ///         return detail::ExactAwait(
 ///             [this, p, len](std::size_t done) { return op::recv(fd_, p + done, len - done, 0); },
-///             len, IoError::unexpected_eof);
+///             len, IoError::unexpected_eof, FailNote<what::read>{});
 ///     }
-template <class Step>
+///
+/// `Note` (a FailNote) says what failed; the note is made only then, out of line.
+template <class Step, class Note = FailNote<>>
 class [[nodiscard]] ExactAwait : private RepeatOp {
     using StepOp = std::invoke_result_t<Step&, std::size_t>;
     static_assert(StepOp::errno_result && !OperationWithFallback<StepOp> &&
@@ -45,15 +47,15 @@ class [[nodiscard]] ExactAwait : private RepeatOp {
                   "ringo::detail::ExactAwait: a step is an op:: operation yielding a count");
 
 public:
-    /// `note` says what failed, for the error's note (made only then).
+    /// `Note` says what failed, for the error's note (a type: nothing is stored).
     ExactAwait(Step step, std::size_t len, IoError on_zero,
-               FailNote note = {}) noexcept(std::is_nothrow_move_constructible_v<Step>)
-        : step_(std::move(step)), len_(len), on_zero_(on_zero), note_(note) {
+               Note = {}) noexcept(std::is_nothrow_move_constructible_v<Step>)
+        : step_(std::move(step)), len_(len), on_zero_(on_zero) {
         init();
     }
     // Before the await only (an awaitable being awaited is never moved).
     ExactAwait(ExactAwait&& o) noexcept(std::is_nothrow_move_constructible_v<Step>)
-        : step_(std::move(o.step_)), len_(o.len_), on_zero_(o.on_zero_), note_(o.note_) {
+        : step_(std::move(o.step_)), len_(o.len_), on_zero_(o.on_zero_) {
         init();
     }
     ExactAwait& operator=(ExactAwait&&) = delete;
@@ -89,12 +91,18 @@ public:
             ctx_->waiting = nullptr;
         if (done_ == len_)
             return {};
-        if (res < 0)
-            return Result<void>(errno_code(res), note_.make());
-        return Result<void>(make_error_code(on_zero_), note_.make());
+        return failed();
     }
 
 private:
+    // The error (a step's -errno, or on_zero_ for a step that moved nothing) and its note:
+    // out of line, so that await_resume stays small enough to be inlined.
+    [[gnu::cold, gnu::noinline]] Result<void> failed() noexcept {
+        ErrorNote note = Note::make(step_(done_));
+        if (res < 0)
+            return Result<void>(errno_code(res), std::move(note));
+        return Result<void>(make_error_code(on_zero_), std::move(note));
+    }
     void init() noexcept {
         cancel_fn = &cancel_self; // (res is set by await_suspend before anything reads it)
         again = &again_after;
@@ -159,7 +167,6 @@ private:
     std::size_t len_;
     std::size_t done_ = 0;
     IoError on_zero_;
-    FailNote note_;
     CancelCtx* ctx_ = nullptr;
 };
 

@@ -15,15 +15,25 @@ ErrorNote peer_note(const char* what, const char* with_peer, int fd) noexcept;
 /// The same with the socket's own address ("accept on 0.0.0.0:7000", getsockname(2)).
 ErrorNote local_note(const char* what, const char* with_local, int fd) noexcept;
 
-/// What an awaitable that moves bytes says when it fails: its operation's name, and, for a
-/// socket, how to name the peer. Three words in the awaitable; the note itself is made only
-/// on failure.
+/// What an awaitable that moves bytes says when it fails, as a type: its operation's name
+/// (`What`: "read") and, for a socket, how to name the peer (`WithPeer`: "read from", the
+/// peer of the descriptor the failed step named). The awaitable stores nothing for it; the
+/// note is made only on failure. FailNote<> says nothing.
+template <const char* What = nullptr, const char* WithPeer = nullptr>
 struct FailNote {
-    const char* what = nullptr;      // "read"
-    const char* with_peer = nullptr; // "read from", for a socket (then fd >= 0)
-    int fd = -1;
-    [[nodiscard]] ErrorNote make() const noexcept {
-        return with_peer ? peer_note(what, with_peer, fd) : ErrorNote(what);
+    /// The note of a failed step `step` (an op:: operation on the socket: its `fd_`).
+    template <class Step>
+    [[nodiscard]] static ErrorNote make(const Step& step) noexcept {
+        return peer_note(What, WithPeer, step.fd_.fixed() ? -1 : step.fd_.raw());
+    }
+};
+/// No peer to name: `What` alone. (A specialization rather than a test of WithPeer, which
+/// GCC 12 does not take as a constant expression under -fsanitize=undefined.)
+template <const char* What>
+struct FailNote<What, nullptr> {
+    template <class Step>
+    [[nodiscard]] static ErrorNote make(const Step&) noexcept {
+        return ErrorNote(What);
     }
 };
 

@@ -91,7 +91,7 @@ public:
         auto* p = static_cast<std::byte*>(buf);
         return ringo::detail::ExactAwait(
             [this, p, len](std::size_t done) { return op::recv(this->fd_, p + done, len - done, 0); }, len,
-            Error::unexpected_eof, ringo::detail::FailNote{what::read, what::read_from, this->fd_.get()});
+            Error::unexpected_eof, ringo::detail::FailNote<what::read, what::read_from>{});
     }
     auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 
@@ -104,7 +104,7 @@ public:
             [this, p, len, flags](std::size_t done) {
                 return op::send(this->fd_, p + done, len - done, MSG_NOSIGNAL | flags);
             },
-            len, Error::write_zero, ringo::detail::FailNote{what::write, what::write_to, this->fd_.get()});
+            len, Error::write_zero, ringo::detail::FailNote<what::write, what::write_to>{});
     }
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends: a temporary std::string is
