@@ -172,6 +172,27 @@ TEST(FsFile, ErrorsNameTheCallAndThePath) {
         Result<std::string> whole = co_await ringo::fs::read_file(missing);
         EXPECT_EQ(whole.error(), std::errc::no_such_file_or_directory);
         EXPECT_EQ(std::string(whole.context()), "open " + missing);
+        // An open file's operations name the call.
+        Result<File> wo = co_await File::create(dir.file("out"));
+        EXPECT_TRUE(wo);
+        std::byte buf[8];
+        Result<std::size_t> r = co_await wo->read_at(buf, 0);
+        EXPECT_EQ(r.error(), std::errc::bad_file_descriptor);
+        EXPECT_STREQ(r.context(), "read");
+        Result<void> rx = co_await wo->read_exact_at(buf, 0);
+        EXPECT_EQ(rx.error(), std::errc::bad_file_descriptor);
+        EXPECT_STREQ(rx.context(), "read");
+        EXPECT_EQ(rx.describe(), "read: " + rx.message());
+        Result<File> ro = co_await File::open(dir.file("out"));
+        EXPECT_TRUE(ro);
+        Result<std::size_t> w = co_await ro->write_at("x", 0);
+        EXPECT_EQ(w.error(), std::errc::bad_file_descriptor);
+        EXPECT_STREQ(w.context(), "write");
+        Result<void> wx = co_await ro->write_all_at("x", 0);
+        EXPECT_STREQ(wx.context(), "write");
+        Result<void> eof = co_await ro->read_exact_at(buf, 0); // the file is empty
+        EXPECT_EQ(eof.error(), ringo::fs::Error::unexpected_eof);
+        EXPECT_STREQ(eof.context(), "read");
     });
 }
 

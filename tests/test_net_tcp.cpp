@@ -142,6 +142,7 @@ TEST(Tcp, ReadExactMeetsTheEndOfStream) {
         EXPECT_TRUE(a.ok());
         Result<void> w = co_await c->write_all(std::string("abc")); // a temporary lives through the await
         EXPECT_TRUE(w.ok());
+        const SocketAddr from = *c->local_addr();
         Result<void> cl = co_await c->close();
         EXPECT_TRUE(cl.ok());
         char buf[8];
@@ -149,6 +150,8 @@ TEST(Tcp, ReadExactMeetsTheEndOfStream) {
         EXPECT_EQ(r.error(), ringo::net::Error::unexpected_eof);
         EXPECT_EQ(r.error(), std::errc::io_error);
         EXPECT_EQ(std::string(buf, 3), "abc");
+        // The note names the peer of the socket the last receive was on.
+        EXPECT_EQ(std::string(r.context()), "read from " + from.to_string());
     }());
 }
 
