@@ -30,21 +30,30 @@ bool parse_variant(const std::string& v, Variant& out) {
     bool buffered = false;
     while (start <= v.size()) {
         size_t end = v.find_first_of("-+", start);
-        if (end == std::string::npos) end = v.size();
+        if (end == std::string::npos)
+            end = v.size();
         std::string tok = v.substr(start, end - start);
-        if (tok == "buffered") buffered = true;
-        else if (tok == "fixed") out.fixed = true;
-        else if (tok == "direct") out.direct = true;
-        else if (tok == "sqpoll") out.sqpoll = true;
-        else if (tok == "iopoll") out.iopoll = true;
-        else return false;
+        if (tok == "buffered")
+            buffered = true;
+        else if (tok == "fixed")
+            out.fixed = true;
+        else if (tok == "direct")
+            out.direct = true;
+        else if (tok == "sqpoll")
+            out.sqpoll = true;
+        else if (tok == "iopoll")
+            out.iopoll = true;
+        else
+            return false;
         start = end + 1;
     }
     if (out.iopoll) {
-        if (buffered) return false;  // IOPOLL only works with O_DIRECT
+        if (buffered)
+            return false; // IOPOLL only works with O_DIRECT
         out.direct = true;
     }
-    if (buffered && out.direct) return false;
+    if (buffered && out.direct)
+        return false;
     return true;
 }
 
@@ -54,20 +63,25 @@ struct Slot {
     bool write = false;
 };
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
     sb::Options o = sb::parse_options(argc, argv, kUsage, {"setup"});
     Variant v;
-    if (!parse_variant(o.variant, v)) sb::usage_exit(kUsage, "unknown or contradictory --variant '%s'", o.variant.c_str());
+    if (!parse_variant(o.variant, v))
+        sb::usage_exit(kUsage, "unknown or contradictory --variant '%s'", o.variant.c_str());
     unsigned setup_extra = 0;
     std::string setup_name = "none";
     if (auto* s = o.get("setup")) {
         setup_name = *s;
-        if (*s == "none") setup_extra = 0;
-        else if (*s == "coop") setup_extra = IORING_SETUP_COOP_TASKRUN;
-        else if (*s == "defer") setup_extra = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-        else sb::usage_exit(kUsage, "--setup must be none, coop or defer");
+        if (*s == "none")
+            setup_extra = 0;
+        else if (*s == "coop")
+            setup_extra = IORING_SETUP_COOP_TASKRUN;
+        else if (*s == "defer")
+            setup_extra = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+        else
+            sb::usage_exit(kUsage, "--setup must be none, coop or defer");
     }
 
     sb::Result r;
@@ -79,33 +93,39 @@ int main(int argc, char** argv) {
     int fd = open(o.file.c_str(), oflags);
     if (fd < 0) {
         int e = errno;
-        if (v.direct && e == EINVAL) return sb::fail_before_io(o, r, "O_DIRECT open of " + o.file + " failed: EINVAL", true);
+        if (v.direct && e == EINVAL)
+            return sb::fail_before_io(o, r, "O_DIRECT open of " + o.file + " failed: EINVAL", true);
         if (e == ENOENT || e == EACCES || e == EISDIR)
             sb::usage_exit(kUsage, "cannot open '%s': %s", o.file.c_str(), std::strerror(e));
         return sb::fail_before_io(o, r, sb::errno_text(("open " + o.file).c_str(), e), false);
     }
     int64_t fsize = sb::file_size(fd);
-    if (fsize < 0) return sb::fail_before_io(o, r, sb::errno_text("fstat", int(-fsize)), false);
+    if (fsize < 0)
+        return sb::fail_before_io(o, r, sb::errno_text("fstat", int(-fsize)), false);
     sb::Workload wl;
-    if (auto msg = wl.init(o, fsize); !msg.empty()) sb::usage_exit(kUsage, "%s", msg.c_str());
+    if (auto msg = wl.init(o, fsize); !msg.empty())
+        sb::usage_exit(kUsage, "%s", msg.c_str());
 
     sb::Buffers bufs;
-    if (!bufs.allocate(o.qd, o.bs)) return sb::fail_before_io(o, r, "buffer allocation failed", false);
+    if (!bufs.allocate(o.qd, o.bs))
+        return sb::fail_before_io(o, r, "buffer allocation failed", false);
 
     io_uring ring;
     io_uring_params p{};
     p.flags = setup_extra;
     if (v.sqpoll) {
         p.flags |= IORING_SETUP_SQPOLL;
-        p.sq_thread_idle = 1000;  // ms before the SQ thread sleeps
+        p.sq_thread_idle = 1000; // ms before the SQ thread sleeps
     }
-    if (v.iopoll) p.flags |= IORING_SETUP_IOPOLL;
+    if (v.iopoll)
+        p.flags |= IORING_SETUP_IOPOLL;
     // One SQE per slot is enough when the kernel consumes SQEs inside io_uring_enter. With SQPOLL
     // the SQ thread publishes its new SQ head only after a batch, and a buffered read can complete
     // (and post its CQE) before that: a slot may be resubmitted while its previous SQE still counts
     // as unconsumed, so the SQ gets room for two SQEs per slot.
     unsigned entries = 1;
-    while (entries < (v.sqpoll ? 2 * o.qd : o.qd)) entries <<= 1;
+    while (entries < (v.sqpoll ? 2 * o.qd : o.qd))
+        entries <<= 1;
     if (int ret = io_uring_queue_init_params(entries, &ring, &p); ret < 0) {
         bool unsup = ret == -EINVAL || ret == -EPERM || ret == -EOPNOTSUPP;
         return sb::fail_before_io(o, r, sb::errno_text("io_uring_queue_init_params", -ret), unsup);
@@ -119,7 +139,8 @@ int main(int argc, char** argv) {
             return sb::fail_before_io(o, r, sb::errno_text("io_uring_register_files", -ret), false);
         target_fd = 0;
         sqe_flags = IOSQE_FIXED_FILE;
-        for (unsigned i = 0; i < o.qd; i++) iov[i] = {bufs[i], bufs.size};
+        for (unsigned i = 0; i < o.qd; i++)
+            iov[i] = {bufs[i], bufs.size};
         if (int ret = io_uring_register_buffers(&ring, iov.data(), o.qd); ret < 0)
             return sb::fail_before_io(o, r, sb::errno_text("io_uring_register_buffers", -ret), false);
     }
@@ -133,11 +154,14 @@ int main(int argc, char** argv) {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring);
         if (!sqe) {
             // Not expected (see the SQ sizing above); kept as a safe path.
-            if (v.sqpoll) io_uring_sqring_wait(&ring);
-            else io_uring_submit(&ring);
+            if (v.sqpoll)
+                io_uring_sqring_wait(&ring);
+            else
+                io_uring_submit(&ring);
             st.syscalls++;
             sqe = io_uring_get_sqe(&ring);
-            if (!sqe) return false;
+            if (!sqe)
+                return false;
         }
         sb::NextOp op = wl.next();
         Slot& s = slots[i];
@@ -145,11 +169,15 @@ int main(int argc, char** argv) {
         s.write = op.write;
         s.t_submit = now;
         if (v.fixed) {
-            if (op.write) io_uring_prep_write_fixed(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset, int(i));
-            else io_uring_prep_read_fixed(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset, int(i));
+            if (op.write)
+                io_uring_prep_write_fixed(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset, int(i));
+            else
+                io_uring_prep_read_fixed(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset, int(i));
         } else {
-            if (op.write) io_uring_prep_write(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset);
-            else io_uring_prep_read(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset);
+            if (op.write)
+                io_uring_prep_write(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset);
+            else
+                io_uring_prep_read(sqe, target_fd, bufs[i], unsigned(o.bs), op.offset);
         }
         sqe->flags |= sqe_flags;
         io_uring_sqe_set_data64(sqe, i);
@@ -162,7 +190,8 @@ int main(int argc, char** argv) {
     uint64_t deadline = t0 + uint64_t(o.seconds * 1e9);
     uint64_t t_end = t0;
     for (unsigned i = 0; i < o.qd; i++)
-        if (!queue(i, t0)) return sb::fail_before_io(o, r, "io_uring_get_sqe returned NULL", false);
+        if (!queue(i, t0))
+            return sb::fail_before_io(o, r, "io_uring_get_sqe returned NULL", false);
 
     bool unsupported = false;
     std::string fatal;
@@ -185,7 +214,8 @@ int main(int argc, char** argv) {
             st.complete(s.write, cqe->res, o.bs, now - s.t_submit);
             if (st.errors != errs) {
                 stopping = true;
-                if (cqe->res == -EOPNOTSUPP && v.iopoll) unsupported = true;
+                if (cqe->res == -EOPNOTSUPP && v.iopoll)
+                    unsupported = true;
             }
             if (!stopping) {
                 if (!queue(i, now)) {
@@ -195,12 +225,15 @@ int main(int argc, char** argv) {
             }
         }
         io_uring_cq_advance(&ring, seen);
-        if (seen) t_end = now;
-        if (now >= deadline) stopping = true;
+        if (seen)
+            t_end = now;
+        if (now >= deadline)
+            stopping = true;
     }
     r.seconds = double(t_end - t0) * 1e-9;
     r.cpu_seconds = sb::cpu_seconds_now() - cpu0;
-    if (!fatal.empty()) r.error = fatal;
+    if (!fatal.empty())
+        r.error = fatal;
     if (unsupported) {
         r.unsupported = true;
         r.error = "unsupported: IOPOLL reads fail with EOPNOTSUPP (the device has no poll queues)";
