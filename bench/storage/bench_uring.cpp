@@ -1,11 +1,17 @@
 // bench_uring: storage baseline on raw liburing.
 //
-// Keeps --qd I/Os in flight: after the first batch, every loop iteration is one
-// io_uring_submit_and_wait(ring, 1) (which always enters the kernel, so it counts as one syscall),
-// then every available CQE is reaped, checked, and its slot resubmitted with the next offset.
+// Keeps --qd I/Os in flight: after the first batch, every loop iteration is one submit-and-wait
+// for one completion (which always enters the kernel, so it counts as one syscall), then every
+// available CQE is reaped, checked, and its slot resubmitted with the next offset.
+//
+// liburing sets the ring up and prepares the SQEs; the io_uring_enter calls are issued inline in
+// the loop (Enter below), as ringo issues its own: ../net/uring_enter.hpp says why not through
+// liburing's io_uring_submit_and_wait.
 #include "common.hpp"
 
 #include <liburing.h>
+
+#include "../net/uring_enter.hpp"
 
 namespace {
 
@@ -61,6 +67,60 @@ struct Slot {
     uint64_t offset = 0;
     uint64_t t_submit = 0;
     bool write = false;
+};
+
+// The program's io_uring_enter calls, inline, by the rules of liburing 2.3's io_uring_submit,
+// io_uring_submit_and_wait and io_uring_sqring_wait: the same enters with the same arguments.
+// submit_and_wait publishes the SQ tail, then
+//   * without SQPOLL enters with the SQEs not yet consumed (and GETEVENTS when it waits); with
+//     nothing to submit and nothing to wait for it enters only for what the CQ needs (below);
+//   * with SQPOLL the SQ thread takes the SQEs: it enters with IORING_ENTER_SQ_WAKEUP when there
+//     are SQEs and the thread sleeps (IORING_SQ_NEED_WAKEUP), and otherwise only to wait;
+//   * with IOPOLL the completions are reaped by polling inside the enter, so every enter that waits
+//     passes GETEVENTS (and one that does not wait passes it too, as liburing does);
+//   * an overflowed CQ or pending task work (IORING_SQ_CQ_OVERFLOW, IORING_SQ_TASKRUN) makes an
+//     enter with GETEVENTS, which flushes them.
+struct Enter {
+    io_uring* ring;
+
+    [[gnu::always_inline]] int submit_and_wait(unsigned wait_nr) {
+        io_uring_sq& sq = ring->sq;
+        const bool sqpoll = (ring->flags & IORING_SETUP_SQPOLL) != 0;
+        const unsigned tail = sq.sqe_tail;
+        if (sq.sqe_head != tail) {
+            sq.sqe_head = tail;
+            if (sqpoll)
+                io_uring_smp_store_release(sq.ktail, tail); // the SQ thread may read it at any time
+            else
+                IO_URING_WRITE_ONCE(*sq.ktail, tail);
+        }
+        const unsigned to_submit = tail - (sqpoll ? io_uring_smp_load_acquire(sq.khead) : *sq.khead);
+        const bool cq_needs_enter = wait_nr != 0 || (ring->flags & IORING_SETUP_IOPOLL) != 0 ||
+                                    (IO_URING_READ_ONCE(*sq.kflags) & (IORING_SQ_CQ_OVERFLOW | IORING_SQ_TASKRUN));
+        unsigned flags = cq_needs_enter ? IORING_ENTER_GETEVENTS : 0;
+        bool need = cq_needs_enter;
+        if (to_submit) {
+            if (!sqpoll) {
+                need = true;
+            } else {
+                io_uring_smp_mb(); // the tail store before the read of the SQ thread's flags
+                if (IO_URING_READ_ONCE(*sq.kflags) & IORING_SQ_NEED_WAKEUP) {
+                    flags |= IORING_ENTER_SQ_WAKEUP;
+                    need = true;
+                }
+            }
+        }
+        if (!need)
+            return int(to_submit);
+        return nb::enter_inline(unsigned(ring->ring_fd), to_submit, wait_nr, flags);
+    }
+
+    // Waits for room in the SQ of an SQPOLL ring (io_uring_sqring_wait).
+    int sqring_wait() {
+        if (!(ring->flags & IORING_SETUP_SQPOLL) || io_uring_sq_space_left(ring))
+            return 0;
+        return nb::enter_inline(unsigned(ring->ring_fd), 0, 0, IORING_ENTER_SQ_WAIT);
+    }
 };
 
 } // namespace
@@ -150,14 +210,15 @@ int main(int argc, char** argv) {
     bool stopping = false;
     unsigned inflight = 0;
 
+    Enter enter{&ring};
     auto queue = [&](unsigned i, uint64_t now) -> bool {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring);
         if (!sqe) {
             // Not expected (see the SQ sizing above); kept as a safe path.
             if (v.sqpoll)
-                io_uring_sqring_wait(&ring);
+                enter.sqring_wait();
             else
-                io_uring_submit(&ring);
+                enter.submit_and_wait(0);
             st.syscalls++;
             sqe = io_uring_get_sqe(&ring);
             if (!sqe)
@@ -196,10 +257,10 @@ int main(int argc, char** argv) {
     bool unsupported = false;
     std::string fatal;
     while (inflight > 0) {
-        int ret = io_uring_submit_and_wait(&ring, 1);
+        int ret = enter.submit_and_wait(1);
         st.syscalls++;
         if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
-            fatal = sb::errno_text("io_uring_submit_and_wait", -ret);
+            fatal = sb::errno_text("io_uring_enter", -ret);
             break;
         }
         uint64_t now = sb::now_ns();
