@@ -82,6 +82,8 @@ struct Slot {
 //     enter with GETEVENTS, which flushes them.
 struct Enter {
     io_uring* ring;
+    unsigned fd;        // the ring's descriptor, or its registered index
+    unsigned reg_flags; // IORING_ENTER_REGISTERED_RING when fd is the registered index
 
     [[gnu::always_inline]] int submit_and_wait(unsigned wait_nr) {
         io_uring_sq& sq = ring->sq;
@@ -112,14 +114,14 @@ struct Enter {
         }
         if (!need)
             return int(to_submit);
-        return nb::enter_inline(unsigned(ring->ring_fd), to_submit, wait_nr, flags);
+        return nb::enter_inline(fd, to_submit, wait_nr, flags | reg_flags);
     }
 
     // Waits for room in the SQ of an SQPOLL ring (io_uring_sqring_wait).
     int sqring_wait() {
         if (!(ring->flags & IORING_SETUP_SQPOLL) || io_uring_sq_space_left(ring))
             return 0;
-        return nb::enter_inline(unsigned(ring->ring_fd), 0, 0, IORING_ENTER_SQ_WAIT);
+        return nb::enter_inline(fd, 0, 0, IORING_ENTER_SQ_WAIT | reg_flags);
     }
 };
 
@@ -210,7 +212,11 @@ int main(int argc, char** argv) {
     bool stopping = false;
     unsigned inflight = 0;
 
-    Enter enter{&ring};
+    // The ring's descriptor registered (io_uring_register_ring_fd), as ringo's runtime does by
+    // default: each enter then names it by index and the kernel skips the descriptor lookup.
+    Enter enter{&ring, unsigned(ring.ring_fd), 0};
+    if (io_uring_register_ring_fd(&ring) == 1)
+        enter = Enter{&ring, unsigned(ring.enter_ring_fd), IORING_ENTER_REGISTERED_RING};
     auto queue = [&](unsigned i, uint64_t now) -> bool {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring);
         if (!sqe) {
