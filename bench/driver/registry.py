@@ -215,6 +215,13 @@ def _storage_profiles(bs: int, mode: str) -> dict:
     }
 
 
+# The storage figures' note on how the raw liburing rows enter the kernel.
+URING_ENTER_NOTE = ("The liburing rows (bench/storage/bench_uring) issue io_uring_enter inline in their loop, with "
+                    "the arguments liburing 2.3's io_uring_submit_and_wait would pass, on a registered ring "
+                    "descriptor, as ringo does (the micro figure's nop note says why the call's placement "
+                    "matters on this machine): one enter per loop turn in every mode, as before.")
+
+
 def _storage_targets() -> list[Target]:
     t = []
     for v in ("buffered", "fixed", "direct", "sqpoll", "iopoll"):
@@ -757,11 +764,11 @@ FIGURES: list[Figure] = [
         "seqread", "Sequential read, 64 KiB", "storage", "queue depth", MIBS, _storage_impls(),
         _storage_profiles(65536, "seqread"), plot="lines-log2x", storage=True, targets=_storage_targets(),
         notes=["Buffered rows read a file that fits in memory: after the first pass they are page-cache "
-               "copies, on either tier."]),
+               "copies, on either tier.", URING_ENTER_NOTE]),
     Figure(
         "randread", "Random read, 4 KiB, shared seeded offsets", "storage", "queue depth", IOPS,
         _storage_impls(), _storage_profiles(4096, "randread"), plot="lines-log2x", storage=True,
-        targets=_storage_targets()),
+        targets=_storage_targets(), notes=[URING_ENTER_NOTE]),
     Figure(
         "syncasync", "Sync vs async, 4 KiB (after \"Synchronous IO is fast?!\", with fio)", "syncasync", "workload", IOPS,
         _syncasync_impls(),
@@ -796,7 +803,7 @@ FIGURES: list[Figure] = [
                "CPU per I/O (4.71 against 4.67 µs per randread, 5.68 against 4.83 per randwrite); fio's "
                "posixaio CPU leaves out glibc's helper threads, so it is not comparable. fio's libaio and "
                "io_uring direct rows reach 0.55-0.66x of our libaio and liburing programs: fio spends about "
-               "twice their CPU per I/O (3.50 against 1.68 µs for io_uring on randread)."]),
+               "twice their CPU per I/O (3.50 against 1.68 µs for io_uring on randread).", URING_ENTER_NOTE]),
     Figure(
         "copy", "File copy: examples/copy against coreutils cp and dd", "copy", "copy", MIBS, _copy_impls(),
         {"quick": dict(bs=128 << 10, points=COPY_POINTS, warmup_seconds=0, reps=5, tiers=["loop"]),
@@ -962,8 +969,8 @@ FIGURES: list[Figure] = [
                "not through io_uring_submit_and_wait, whose return right after the system call cost ~110 ns "
                "of CPU time per NOP, nearly all of it system time, on the reference VM (AMD EPYC Zen 4 guest, kernel with the SRSO "
                "Safe RET mitigation); by hand, medians of 7 interleaved runs of 1 000 000 NOPs: 350 ns per "
-               "NOP through io_uring_submit_and_wait, 239 ns inline, ringo 240 ns (the ping-pong and pipes "
-               "baselines enter inline too).",
+               "NOP through io_uring_submit_and_wait, 239 ns inline, ringo 240 ns (the ping-pong, pipes and "
+               "storage baselines enter inline too).",
                "timeouts: `count` with_timeout(recv, 1 h) waits, each in its own task, that never fire; "
                "the table under the panel gives heap bytes per pending wait, kernel timeout SQEs and the "
                "cost of arming and disarming one; `ms` is `count` arm + disarm cycles with them pending.",
