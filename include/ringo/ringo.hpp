@@ -44,9 +44,11 @@
 #include <ringo/op/process.hpp>
 #include <ringo/op/raw.hpp>
 #include <ringo/op/send_zc.hpp>
+#include <ringo/op/stream.hpp>
 #include <ringo/op/xattr.hpp>
 
 #include <ringo/buf/buffer_ring.hpp>
+#include <ringo/buf/buffer_stream.hpp>
 #include <ringo/buf/buffer_table.hpp>
 #include <ringo/buf/read_stream.hpp>
 #include <ringo/buf/recv_stream.hpp>
@@ -64,6 +66,7 @@
 #include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/fixed_fd.hpp>
+#include <ringo/io/owns_fd.hpp>
 #include <ringo/io/pipe.hpp>
 #include <ringo/io/read_to_end.hpp>
 #include <ringo/io/result.hpp>
@@ -71,9 +74,13 @@
 
 #include <ringo/net/accept_loop.hpp>
 #include <ringo/net/address.hpp>
+#include <ringo/net/datagram.hpp>
 #include <ringo/net/error.hpp>
+#include <ringo/net/incoming.hpp>
 #include <ringo/net/listener.hpp>
 #include <ringo/net/resolve.hpp>
+#include <ringo/net/socket.hpp>
+#include <ringo/net/stream.hpp>
 #include <ringo/net/tcp.hpp>
 #include <ringo/net/udp.hpp>
 #include <ringo/net/unix.hpp>

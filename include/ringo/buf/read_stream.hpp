@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include <ringo/buf/buffer_ring.hpp>
-#include <ringo/buf/detail/buffer_stream.hpp>
+#include <ringo/buf/buffer_stream.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/multishot.hpp>
 

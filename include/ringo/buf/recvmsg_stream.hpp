@@ -22,7 +22,7 @@
 #include <utility>
 
 #include <ringo/buf/buffer_ring.hpp>
-#include <ringo/buf/detail/buffer_stream.hpp>
+#include <ringo/buf/buffer_stream.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/multishot.hpp>
 

@@ -93,7 +93,7 @@ concept NotSelf = !std::is_same_v<std::remove_cvref_t<S>, Self>;
 /// valid until the await ends. In a cancelled task a call the buffer answers still succeeds;
 /// one that must read yields ECANCELED (the stream's own rule).
 template <class Stream>
-class BufReader : public detail::ReadsToEnd<BufReader<Stream>> {
+class BufReader : public ReadsToEnd<BufReader<Stream>> {
 public:
     /// A reader over `s` (a reference is borrowed, a value moved in) with a buffer of
     /// `o.capacity` bytes (at least 1).

@@ -17,10 +17,10 @@
 
 #include <ringo/core/task.hpp>
 #include <ringo/io/detail/exact.hpp>
-#include <ringo/io/detail/owns_fd.hpp>
 #include <ringo/io/detail/result_op.hpp>
 #include <ringo/io/error.hpp>
 #include <ringo/io/fd.hpp>
+#include <ringo/io/owns_fd.hpp>
 #include <ringo/io/read_to_end.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/op/file.hpp>
@@ -96,7 +96,7 @@ class PipeAwait;
 /// read_exact too (no frame: one read, and another after each short read).
 /// In a cancelled task every operation yields ECANCELED without being submitted, except
 /// close(), which always closes; a read waiting for data is interrupted by the cancellation.
-class PipeReader : public detail::OwnsFd<PipeReader>, public detail::ReadsToEnd<PipeReader> {
+class PipeReader : public OwnsFd<PipeReader>, public ReadsToEnd<PipeReader> {
 public:
     PipeReader() noexcept = default;
     /// Takes ownership of `fd` (of a pipe's read end, or anything readable).
@@ -131,7 +131,7 @@ public:
 /// Costs: write and close are one operation awaited directly (no frame, no allocation);
 /// write_all too (no frame: one write, and another after each short write). A write of
 /// up to PIPE_BUF (4096) bytes to a pipe is atomic: it is not interleaved with other writers.
-class PipeWriter : public detail::OwnsFd<PipeWriter> {
+class PipeWriter : public OwnsFd<PipeWriter> {
 public:
     PipeWriter() noexcept = default;
     /// Takes ownership of `fd` (of a pipe's write end, or anything writable).

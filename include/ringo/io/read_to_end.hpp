@@ -68,8 +68,6 @@ Task<Result<std::size_t>> read_to_string(Stream& stream, std::string& out,
     return read_to_end(stream, out, limit);
 }
 
-namespace detail {
-
 /// The read_to_end and read_to_string members of a stream type `Derived` (PipeReader,
 /// net::TcpStream and net::UnixStream, BufReader): ringo::read_to_end on the stream itself.
 template <class Derived>
@@ -82,12 +80,11 @@ public:
     Task<Result<std::size_t>> read_to_end(Buffer& out, std::size_t limit = std::numeric_limits<std::size_t>::max()) {
         return ringo::read_to_end(static_cast<Derived&>(*this), out, limit);
     }
+    /// read_to_end into a std::string.
     Task<Result<std::size_t>> read_to_string(std::string& out,
                                              std::size_t limit = std::numeric_limits<std::size_t>::max()) {
         return ringo::read_to_end(static_cast<Derived&>(*this), out, limit);
     }
 };
-
-} // namespace detail
 
 } // namespace ringo

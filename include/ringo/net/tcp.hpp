@@ -18,14 +18,14 @@
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
 #include <ringo/net/detail/socket.hpp>
-#include <ringo/net/detail/stream.hpp>
 #include <ringo/net/error.hpp>
+#include <ringo/net/stream.hpp>
 
 namespace ringo::net {
 
 /// A connected TCP socket: owns its descriptor (an Fd, closed when the stream goes, on every
 /// path) and gives the socket's operations as awaitables yielding ringo::Result: read, write,
-/// read_exact, write_all, shutdown, close, local_addr, peer_addr (detail::StreamSocket, shared
+/// read_exact, write_all, shutdown, close, local_addr, peer_addr (net::StreamSocket, shared
 /// with UnixStream).
 ///
 /// What each call costs: read, write and shutdown are one io_uring operation awaited
@@ -45,7 +45,7 @@ namespace ringo::net {
 ///     auto w = co_await s->write_all("ping");
 ///     char buf[4];
 ///     auto r = co_await s->read_exact(buf, sizeof buf);
-class TcpStream : public detail::StreamSocket<TcpStream> {
+class TcpStream : public StreamSocket<TcpStream> {
 public:
     TcpStream() noexcept = default;
     /// Takes ownership of a connected stream socket.
@@ -111,7 +111,7 @@ using Accepted = BasicAccepted<TcpStream>;
 /// accept and close are one operation awaited directly (no frame, no allocation); bind is a
 /// Task (socket, options, bind, listen); local_addr is getsockname(2). close does not wake
 /// an accept still waiting on the listener: cancel its task.
-class TcpListener : public detail::ListenerSocket<TcpListener, TcpStream> {
+class TcpListener : public ListenerSocket<TcpListener, TcpStream> {
 public:
     TcpListener() noexcept = default;
     /// Takes ownership of a listening socket.

@@ -10,14 +10,14 @@
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
-#include <ringo/net/detail/datagram.hpp>
+#include <ringo/net/datagram.hpp>
 #include <ringo/net/detail/socket.hpp>
 
 namespace ringo::net {
 
 /// A UDP socket (IPv4 or IPv6): owns its descriptor (an Fd, closed when the socket goes, on
 /// every path) and sends and receives datagrams with awaitables yielding ringo::Result:
-/// send_to / recv_from with an address, or connect once and send / recv (detail::DatagramSocket,
+/// send_to / recv_from with an address, or connect once and send / recv (net::DatagramSocket,
 /// shared with UnixDatagram).
 ///
 /// What each call costs: connect, send, recv, send_to, recv_from and close are one io_uring
@@ -30,7 +30,7 @@ namespace ringo::net {
 ///     char buf[1500];
 ///     auto d = co_await s->recv_from(buf, sizeof buf);     // Result<Datagram>
 ///     if (d) co_await s->send_to(buf, d->size, d->peer);   // echo it back
-class UdpSocket : public detail::DatagramSocket<UdpSocket> {
+class UdpSocket : public DatagramSocket<UdpSocket> {
 public:
     UdpSocket() noexcept = default;
     /// Takes ownership of a UDP socket.

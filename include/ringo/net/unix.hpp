@@ -13,23 +13,23 @@
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
-#include <ringo/net/detail/datagram.hpp>
+#include <ringo/net/datagram.hpp>
 #include <ringo/net/detail/socket.hpp>
-#include <ringo/net/detail/stream.hpp>
+#include <ringo/net/stream.hpp>
 
 namespace ringo::net {
 
 /// A connected Unix-domain stream socket (SOCK_STREAM, AF_UNIX): the same operations as
 /// TcpStream, with the same costs (read, write, shutdown and close are one operation awaited
 /// directly, and read_exact and write_all as well; connect one pooled frame per call): see
-/// detail::StreamSocket. Its addresses are Unix-domain SocketAddrs: a path, an abstract name
+/// net::StreamSocket. Its addresses are Unix-domain SocketAddrs: a path, an abstract name
 /// ("@name" when printed), or unnamed (a connecting socket that did not bind, and both ends
 /// of pair()).
 ///
 ///     auto s = co_await ringo::net::UnixStream::connect(*ringo::net::SocketAddr::unix_path("/run/app.sock"));
 ///     if (!s) co_return s.failure();                 // ENOENT: no such file, ECONNREFUSED: nobody listens
 ///     auto w = co_await s->write_all("ping");
-class UnixStream : public detail::StreamSocket<UnixStream> {
+class UnixStream : public StreamSocket<UnixStream> {
 public:
     UnixStream() noexcept = default;
     /// Takes ownership of a connected Unix-domain stream socket.
@@ -69,7 +69,7 @@ using UnixAccepted = BasicAccepted<UnixStream>;
 ///
 ///     auto l = co_await ringo::net::UnixListener::bind(*ringo::net::SocketAddr::unix_abstract("app"));
 ///     auto c = co_await l->accept();                // Result<UnixAccepted>
-class UnixListener : public detail::ListenerSocket<UnixListener, UnixStream> {
+class UnixListener : public ListenerSocket<UnixListener, UnixStream> {
 public:
     UnixListener() noexcept = default;
     /// Takes ownership of a listening socket.
@@ -88,13 +88,13 @@ public:
 
 /// A Unix-domain datagram socket (SOCK_DGRAM, AF_UNIX): the same operations as UdpSocket,
 /// with the same costs (every call one operation awaited directly: see
-/// detail::DatagramSocket). Datagrams keep their boundaries and order and are never lost
+/// net::DatagramSocket). Datagrams keep their boundaries and order and are never lost
 /// between two sockets: a send waits while the receiver's queue is full.
 ///
 /// A sender that did not bind has no address: the receiver's recv_from gives an empty
 /// SocketAddr (AF_UNSPEC, size 0) as its peer, which cannot be answered. Bind both ends (or use pair()) to talk both
 /// ways.
-class UnixDatagram : public detail::DatagramSocket<UnixDatagram> {
+class UnixDatagram : public DatagramSocket<UnixDatagram> {
 public:
     UnixDatagram() noexcept = default;
     /// Takes ownership of a Unix-domain datagram socket.

@@ -23,6 +23,7 @@
 #include <ringo/core/time.hpp>
 #include <ringo/op/detail/stream.hpp>
 #include <ringo/op/multishot.hpp>
+#include <ringo/op/stream.hpp>
 #include <ringo/op/timeout.hpp>
 
 namespace ringo {
@@ -107,7 +108,7 @@ struct IntervalNode : StreamNode<IntervalNode> {
 
 /// A periodic timer (see ringo::interval), consumed with `co_await tick()`. Move-only; owner
 /// thread of its runtime only. Destroying it cancels its timeout.
-class Interval : public op::stream_impl::Stream<op::stream_impl::IntervalNode> {
+class Interval : public op::MultishotStream<op::stream_impl::IntervalNode> {
 public:
     Interval() noexcept = default;
 
@@ -128,7 +129,7 @@ public:
 private:
     template <class Rep, class Period>
     friend Interval interval(std::chrono::duration<Rep, Period>);
-    explicit Interval(op::stream_impl::IntervalNode* n) noexcept : Stream(n) {}
+    explicit Interval(op::stream_impl::IntervalNode* n) noexcept : MultishotStream(n) {}
 };
 
 /// A periodic timer of `period` on the calling task's runtime (IORING_OP_TIMEOUT with

@@ -20,6 +20,7 @@
 #include <ringo/op/base.hpp>
 #include <ringo/op/detail/stream.hpp>
 #include <ringo/op/multishot.hpp>
+#include <ringo/op/stream.hpp>
 
 namespace ringo::op {
 
@@ -74,7 +75,7 @@ struct PollNode : StreamNode<PollNode> {
 /// ended the poll (-EBADF ...). A cancelled awaiting task resumes at once with -ECANCELED and
 /// the poll stays armed. -EBUSY when another coroutine already waits, -ENXIO outside the
 /// stream's runtime, -EBADF for a moved-from stream.
-class PollStream : public stream_impl::Stream<stream_impl::PollNode> {
+class PollStream : public MultishotStream<stream_impl::PollNode> {
 public:
     PollStream() noexcept = default;
     /// CQEs that carried a mask so far (several may merge into one next()).
@@ -82,7 +83,7 @@ public:
 
 private:
     friend PollStream poll_stream(FileRef, unsigned);
-    explicit PollStream(stream_impl::PollNode* n) noexcept : Stream(n) {}
+    explicit PollStream(stream_impl::PollNode* n) noexcept : MultishotStream(n) {}
 };
 
 /// Polls `fd` (plain or Fixed) for `events` (POLLIN, POLLOUT, POLLRDHUP ...) with one

@@ -179,20 +179,4 @@ struct BufferNode : op::stream_impl::StreamNode<D>, BufferWaiter {
 };
 
 } // namespace detail
-
-/// The stream object of a buffer-ring stream: next(), cancel(), done(), result(), armed(),
-/// rearms() (op/detail/stream.hpp), and the ring's side of it.
-template <class Node>
-class BufferStream : public op::stream_impl::Stream<Node> {
-public:
-    BufferStream() noexcept = default;
-    /// Buffers received and not yet taken by next().
-    [[nodiscard]] unsigned queued() const noexcept { return this->n_ ? this->n_->queued : 0; }
-    /// True while the stream waits for buffers to come back to re-arm.
-    [[nodiscard]] bool parked() const noexcept { return this->n_ && this->n_->parked; }
-
-protected:
-    explicit BufferStream(Node* n) noexcept : op::stream_impl::Stream<Node>(n) {}
-};
-
 } // namespace ringo::buf

@@ -1,5 +1,6 @@
-// ringo/net/detail/socket.hpp - what every socket type of ringo::net shares: the owned
-// descriptor, close, local address, and the Tasks that open, bind and connect a socket.
+// ringo/net/detail/socket.hpp - the plumbing every socket type of ringo::net shares: the Tasks
+// that open, bind and connect a socket, socket options, error notes. The public part (the
+// owned descriptor, close, local address, ListenOptions) is net/socket.hpp.
 #pragma once
 
 #include <sys/socket.h>
@@ -14,21 +15,14 @@
 
 #include <ringo/compose/timeout.hpp>
 #include <ringo/core/task.hpp>
-#include <ringo/io/detail/owns_fd.hpp>
 #include <ringo/io/detail/result_op.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
+#include <ringo/net/socket.hpp>
 #include <ringo/op/socket.hpp>
 
 namespace ringo::net {
-
-/// How a listening socket is set up: `TcpListener::bind(addr, {.backlog = 128})`.
-struct ListenOptions {
-    int backlog = 1024;      ///< listen(2)'s backlog (the kernel caps it at net.core.somaxconn)
-    bool reuse_addr = true;  ///< SO_REUSEADDR: bind a port whose old connections are still in TIME_WAIT
-    bool reuse_port = false; ///< SO_REUSEPORT: several listeners (with it set on each) share the port
-};
 
 namespace detail {
 
@@ -66,14 +60,6 @@ inline ringo::detail::ErrorNote addr_note(const char* with, const SocketAddr& a)
     }
 }
 
-inline Result<SocketAddr> sock_name(int fd, bool peer) noexcept {
-    SocketAddr a;
-    int r = peer ? ::getpeername(fd, a.data(), a.out_size()) : ::getsockname(fd, a.data(), a.out_size());
-    if (r != 0)
-        return errno_code(errno);
-    return a;
-}
-
 /// A boolean socket option (SO_BROADCAST, TCP_NODELAY ...): set it, or read it.
 inline Result<void> set_flag(int fd, int level, int name, bool on) noexcept {
     int v = on ? 1 : 0;
@@ -88,21 +74,6 @@ inline Result<bool> get_flag(int fd, int level, int name) noexcept {
         return errno_code(errno);
     return v != 0;
 }
-
-/// What the socket types of ringo::net have in common: an owned descriptor (an Fd, closed
-/// when the object goes, on every path), close, take_fd, dup_of (ringo::detail::OwnsFd, the
-/// I/O layer's base of every type owning one descriptor) and local_addr. `Derived` is the
-/// socket type itself.
-template <class Derived>
-class SocketBase : public ringo::detail::OwnsFd<Derived> {
-public:
-    /// This end's address (getsockname).
-    [[nodiscard]] Result<SocketAddr> local_addr() const noexcept { return sock_name(this->fd_.get(), false); }
-
-protected:
-    SocketBase() noexcept = default;
-    explicit SocketBase(Fd fd) noexcept : ringo::detail::OwnsFd<Derived>(std::move(fd)) {}
-};
 
 /// The plain parts of setting up a socket (what follows `socket` when bind_as makes one).
 struct BindSpec {

@@ -1,5 +1,7 @@
-// ringo/net/detail/datagram.hpp - what UDP and Unix-domain datagram sockets share: connect,
-// send and recv on a connected socket, send_to and recv_from with an address.
+// ringo/net/datagram.hpp - what UDP and Unix-domain datagram sockets share (DatagramSocket):
+// connect, send and recv on a connected socket, send_to and recv_from with an address, and
+// what recv_from yields (Datagram). The awaitables that keep an address or a msghdr in the
+// awaiting frame are in namespace detail here: recv_from's yields a Datagram.
 #pragma once
 
 #include <sys/socket.h>
@@ -17,6 +19,7 @@
 #include <ringo/io/result.hpp>
 #include <ringo/net/address.hpp>
 #include <ringo/net/detail/socket.hpp>
+#include <ringo/net/socket.hpp>
 #include <ringo/op/socket.hpp>
 
 namespace ringo::net {
@@ -25,9 +28,9 @@ namespace ringo::net {
 /// the datagram was longer than the buffer (then `size` is the buffer's length and the rest
 /// of the datagram is gone).
 struct Datagram {
-    std::size_t size = 0;
-    SocketAddr peer;
-    bool truncated = false;
+    std::size_t size = 0;   ///< the bytes stored in the buffer (at most its length)
+    SocketAddr peer;        ///< the sender's address
+    bool truncated = false; ///< the datagram was longer than the buffer; the rest is lost
 };
 
 namespace detail {
@@ -135,6 +138,8 @@ private:
     op::Recvmsg op_;
 };
 
+} // namespace detail
+
 /// A datagram socket (UdpSocket, UnixDatagram): connect, send and recv on a connected
 /// socket, send_to and recv_from with an address, peer_addr, and SocketBase's close,
 /// local_addr and descriptor access. Every call is one io_uring operation awaited directly
@@ -161,49 +166,58 @@ public:
     /// Sets the default peer (IORING_OP_CONNECT): send and recv then go to and come from it
     /// only, and an error the peer reports (ECONNREFUSED: nothing listens there) comes back
     /// from a later send or recv. No packet is sent.
-    ConnectAwait connect(const SocketAddr& peer) noexcept { return ConnectAwait(op::FileRef(this->fd_), peer); }
+    detail::ConnectAwait connect(const SocketAddr& peer) noexcept {
+        return detail::ConnectAwait(op::FileRef(this->fd_), peer);
+    }
 
     /// Sends one datagram to the connected peer: the bytes sent (all of them) or the error
     /// (EMSGSIZE when it is too long for one datagram, EDESTADDRREQ when not connected,
     /// ECONNREFUSED after the peer said nothing listens). One IORING_OP_SEND.
-    DatagramSendAwait send(const void* buf, std::size_t len) noexcept {
-        return DatagramSendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL);
+    detail::DatagramSendAwait send(const void* buf, std::size_t len) noexcept {
+        return detail::DatagramSendAwait(op::FileRef(this->fd_), buf, len, MSG_NOSIGNAL);
     }
-    DatagramSendAwait send(std::span<const std::byte> buf) noexcept { return send(buf.data(), buf.size()); }
-    DatagramSendAwait send(std::string_view s) noexcept { return send(s.data(), s.size()); }
+    /// send() of `buf`'s bytes.
+    detail::DatagramSendAwait send(std::span<const std::byte> buf) noexcept { return send(buf.data(), buf.size()); }
+    /// send() of the string's bytes (no terminating NUL).
+    detail::DatagramSendAwait send(std::string_view s) noexcept { return send(s.data(), s.size()); }
 
     /// Receives one datagram (from the connected peer, if connected): the bytes stored. A
     /// datagram longer than `len` is cut to `len` and the rest is lost, without a sign of it:
     /// use recv_from to see it. One IORING_OP_RECV.
-    DatagramRecvAwait recv(void* buf, std::size_t len) noexcept {
-        return DatagramRecvAwait(op::FileRef(this->fd_), buf, len, 0);
+    detail::DatagramRecvAwait recv(void* buf, std::size_t len) noexcept {
+        return detail::DatagramRecvAwait(op::FileRef(this->fd_), buf, len, 0);
     }
-    DatagramRecvAwait recv(std::span<std::byte> buf) noexcept { return recv(buf.data(), buf.size()); }
+    /// recv() into `buf`.
+    detail::DatagramRecvAwait recv(std::span<std::byte> buf) noexcept { return recv(buf.data(), buf.size()); }
 
     /// Sends one datagram to `to`. One IORING_OP_SENDMSG (the address, msghdr and iovec in
     /// the awaitable).
-    SendToAwait send_to(const void* buf, std::size_t len, const SocketAddr& to) noexcept {
-        return SendToAwait(op::FileRef(this->fd_), buf, len, to);
+    detail::SendToAwait send_to(const void* buf, std::size_t len, const SocketAddr& to) noexcept {
+        return detail::SendToAwait(op::FileRef(this->fd_), buf, len, to);
     }
-    SendToAwait send_to(std::span<const std::byte> buf, const SocketAddr& to) noexcept {
+    /// send_to() of `buf`'s bytes.
+    detail::SendToAwait send_to(std::span<const std::byte> buf, const SocketAddr& to) noexcept {
         return send_to(buf.data(), buf.size(), to);
     }
-    SendToAwait send_to(std::string_view s, const SocketAddr& to) noexcept { return send_to(s.data(), s.size(), to); }
+    /// send_to() of the string's bytes (no terminating NUL).
+    detail::SendToAwait send_to(std::string_view s, const SocketAddr& to) noexcept {
+        return send_to(s.data(), s.size(), to);
+    }
 
     /// Receives one datagram: Datagram{size, peer, truncated}. A datagram longer than `len`
     /// fills the buffer and has `truncated` set. One IORING_OP_RECVMSG with MSG_TRUNC.
-    RecvFromAwait recv_from(void* buf, std::size_t len) noexcept {
-        return RecvFromAwait(op::FileRef(this->fd_), buf, len);
+    detail::RecvFromAwait recv_from(void* buf, std::size_t len) noexcept {
+        return detail::RecvFromAwait(op::FileRef(this->fd_), buf, len);
     }
-    RecvFromAwait recv_from(std::span<std::byte> buf) noexcept { return recv_from(buf.data(), buf.size()); }
+    /// recv_from() into `buf`.
+    detail::RecvFromAwait recv_from(std::span<std::byte> buf) noexcept { return recv_from(buf.data(), buf.size()); }
 
     /// The connected peer's address (getpeername; ENOTCONN when not connected).
-    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return sock_name(this->fd_.get(), true); }
+    [[nodiscard]] Result<SocketAddr> peer_addr() const noexcept { return detail::sock_name(this->fd_.get(), true); }
 
 protected:
     DatagramSocket() noexcept = default;
     explicit DatagramSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 
-} // namespace detail
 } // namespace ringo::net
