@@ -104,10 +104,13 @@ public:
         sqe_flags_ |= detail::note_sqe_flags(f);
         return static_cast<Derived&>(*this);
     }
+    /// Adds IOSQE_* flags to the SQE of a temporary operation:
+    /// `co_await op::read(...).with_sqe_flags(IOSQE_ASYNC)`.
     Derived&& with_sqe_flags(std::uint8_t f) && noexcept {
         sqe_flags_ |= detail::note_sqe_flags(f);
         return static_cast<Derived&&>(*this);
     }
+    /// The IOSQE_* flags added so far.
     [[nodiscard]] std::uint8_t sqe_flags() const noexcept { return sqe_flags_; }
 
 protected:
@@ -116,7 +119,7 @@ protected:
         if (sqe_flags_) [[unlikely]]
             sqe->flags |= sqe_flags_;
     }
-    std::uint8_t sqe_flags_ = 0;
+    std::uint8_t sqe_flags_ = 0; ///< the IOSQE_* flags added
 };
 
 /// Base of every operation awaitable. `Derived` provides `static constexpr std::uint8_t
@@ -151,7 +154,10 @@ class [[nodiscard]] Op : public State, public SqeFlags<Derived> {
 public:
     Op() noexcept { this->cancel_fn = &cancel_self; }
 
+    /// Never ready: the operation is always submitted (or refused) in await_suspend.
     bool await_ready() const noexcept { return false; }
+    /// Prepares the SQE and starts the operation; false (go on at once, nothing submitted)
+    /// without a runtime, for an opcode the probe lacks, or in a cancelled task.
     // Always inlined into the awaiting coroutine: this is the hot path of every operation,
     // and a call here costs more than the work it does.
     template <class P>
@@ -170,6 +176,7 @@ public:
             ctx->waiting = this; // what cancelling the task interrupts
         return detail::RuntimeAccess::start_op(*rt, this);
     }
+    /// The CQE's result: a count or value >= 0, or -errno (see the class).
     int await_resume() noexcept {
         if constexpr (!detail::ReleaseOperation<Derived>)
             ctx_->waiting = nullptr;
@@ -216,15 +223,19 @@ private:
 /// A registered-file index (see Runtime/FileTable registration): pass `Fixed{i}` wherever an
 /// operation takes a file descriptor to use the i-th registered file (IOSQE_FIXED_FILE).
 struct Fixed {
-    unsigned index;
+    unsigned index; ///< the slot in the runtime's registered file table
 };
 
 /// A file an operation works on: a plain descriptor (`int`) or a registered one (`Fixed`).
 class FileRef {
 public:
-    FileRef(int fd) noexcept : v_(fd), fixed_(false) {}                        // NOLINT
+    /// A plain descriptor.
+    FileRef(int fd) noexcept : v_(fd), fixed_(false) {} // NOLINT
+    /// A registered file: the slot `f.index`.
     FileRef(Fixed f) noexcept : v_(static_cast<int>(f.index)), fixed_(true) {} // NOLINT
+    /// The descriptor, or the slot of a registered file: what goes in the SQE's fd field.
     [[nodiscard]] int raw() const noexcept { return v_; }
+    /// True for a registered file (Fixed).
     [[nodiscard]] bool fixed() const noexcept { return fixed_; }
     /// Marks the prepared SQE as using a registered file when this is one.
     void apply(io_uring_sqe* s) const noexcept {

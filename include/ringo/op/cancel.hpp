@@ -18,17 +18,24 @@ namespace ringo::op {
 /// Note: `async_cancel_any(async_cancel_all)` also cancels the runtime's internal wake-up
 /// read, so cross-thread posts to this runtime stop working; prefer the narrower forms.
 struct [[nodiscard]] AsyncCancel : Op<AsyncCancel> {
+    /// The opcode submitted: IORING_OP_ASYNC_CANCEL.
     static constexpr std::uint8_t opcode = uring::compat::opcode::async_cancel;
+    /// A release operation: it runs in a cancelled task too, and cancelling the task does not interrupt it.
     static constexpr bool releases = true;
+    /// Keeps the arguments for prepare(); op::async_cancel() makes one.
     AsyncCancel(std::uint64_t target, int fd, unsigned flags) noexcept : target_(target), fd_(fd), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_cancel64(s, target_, 0);
         s->fd = fd_;
         s->cancel_flags = flags_;
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     std::uint64_t target_;
     int fd_;
     unsigned flags_;
+    ///@}
 };
 /// Cancels the operation with user_data `target` (all of them with async_cancel_all).
 inline AsyncCancel async_cancel(std::uint64_t target, unsigned flags = 0) noexcept { return {target, -1, flags}; }

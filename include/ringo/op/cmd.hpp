@@ -30,17 +30,25 @@ inline void prep_uring_cmd(io_uring_sqe* s, FileRef fd, std::uint32_t cmd_op) no
 /// `cmd_op` is the driver's to refuse (sockets: -EOPNOTSUPP, block devices: -EINVAL).
 template <class Fill>
 struct [[nodiscard]] UringCmd : Op<UringCmd<Fill>> {
+    /// The opcode submitted: IORING_OP_URING_CMD.
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
+    /// Keeps the arguments for prepare(); op::uring_cmd() makes one.
     UringCmd(FileRef fd, std::uint32_t cmd_op, Fill fill) : fd_(fd), cmd_op_(cmd_op), fill_(std::move(fill)) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) {
         raw::prep_uring_cmd(s, fd_, cmd_op_);
         fill_(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     std::uint32_t cmd_op_;
     Fill fill_;
+    ///@}
 };
+/// The `fill` of a command with no fields of its own: uring_cmd(fd, cmd_op).
 struct NoCmdFields {
+    /// Writes nothing.
     void operator()(io_uring_sqe*) const noexcept {}
 };
 template <class Fill>
@@ -62,9 +70,12 @@ inline UringCmd<NoCmdFields> uring_cmd(FileRef fd, std::uint32_t cmd_op) noexcep
 /// work on every kernel and at every level, and a non-socket is -ENOTSOCK. A registered file
 /// has no plain descriptor for that and stays -EOPNOTSUPP; SIOCINQ/SIOCOUTQ do not fall back.
 struct [[nodiscard]] CmdSock : Op<CmdSock> {
+    /// The opcode submitted: IORING_OP_URING_CMD.
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
+    /// Keeps the arguments for prepare(); op::cmd_sock() makes one.
     CmdSock(FileRef fd, std::uint32_t cmd_op, int level, int optname, void* optval, int optlen) noexcept
         : fd_(fd), cmd_op_(cmd_op), level_(level), optname_(optname), optval_(optval), optlen_(optlen) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         raw::prep_uring_cmd(s, fd_, cmd_op_);
         uring::compat::sqe_field::sock_level_optname(s, static_cast<std::uint32_t>(level_),
@@ -72,10 +83,12 @@ struct [[nodiscard]] CmdSock : Op<CmdSock> {
         uring::compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(optval_),
                                               static_cast<std::uint32_t>(optlen_));
     }
+    /// Whether result `res` (or the probe's -EOPNOTSUPP) means the kernel cannot: then fallback() runs.
     bool fallback_on(int res) const noexcept {
         return res == -EOPNOTSUPP &&
                (cmd_op_ == uring::compat::socket_cmd::getsockopt || cmd_op_ == uring::compat::socket_cmd::setsockopt);
     }
+    /// The call made as a plain system call when the kernel cannot (see Op, Fallback).
     int fallback() const noexcept {
         if (fd_.fixed())
             return -EOPNOTSUPP;
@@ -86,11 +99,14 @@ struct [[nodiscard]] CmdSock : Op<CmdSock> {
         int r = ::getsockopt(fd_.raw(), level_, optname_, optval_, &len);
         return r < 0 ? -errno : static_cast<int>(len); // the option's length, as the CQE
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     std::uint32_t cmd_op_;
     int level_, optname_;
     void* optval_;
     int optlen_;
+    ///@}
 };
 inline CmdSock cmd_sock(FileRef fd, std::uint32_t cmd_op, int level = 0, int optname = 0, void* optval = nullptr,
                         int optlen = 0) noexcept {
@@ -127,15 +143,21 @@ inline CmdSock setsockopt(FileRef fd, int level, int optname, const void* optval
 /// (regular file, socket), and on kernels before 6.12 (the probe cannot tell these apart:
 /// on 6.12+ a read-only descriptor gives -EBADF instead).
 struct [[nodiscard]] CmdDiscard : Op<CmdDiscard> {
+    /// The opcode submitted: IORING_OP_URING_CMD.
     static constexpr std::uint8_t opcode = uring::compat::opcode::uring_cmd;
+    /// Keeps the arguments for prepare(); op::cmd_discard() makes one.
     CmdDiscard(FileRef fd, std::uint64_t off, std::uint64_t n) noexcept : fd_(fd), off_(off), n_(n) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         raw::prep_uring_cmd(s, fd_, uring::compat::block_uring_cmd_discard);
         s->addr = off_;
         s->addr3 = n_;
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     std::uint64_t off_, n_;
+    ///@}
 };
 inline CmdDiscard cmd_discard(FileRef fd, std::uint64_t offset, std::uint64_t nbytes) noexcept {
     return {fd, offset, nbytes};

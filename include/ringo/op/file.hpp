@@ -17,7 +17,9 @@ inline constexpr std::uint64_t current_pos = ~std::uint64_t{0};
 
 /// IORING_OP_NOP: completes with 0. Measures the cost of the machinery itself.
 struct [[nodiscard]] Nop : Op<Nop> {
+    /// The opcode submitted: IORING_OP_NOP.
     static constexpr std::uint8_t opcode = uring::compat::opcode::nop;
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_nop(s); }
 };
 inline Nop nop() noexcept { return {}; }
@@ -31,11 +33,13 @@ enum class RwExtra { none, buf_index, rw_flags };
 /// field of its kind. Read, Write, ReadFixed, WriteFixed, Readv and Writev are this.
 template <std::uint8_t Opcode, class Addr, RwExtra Extra>
 struct [[nodiscard]] RwOp : Op<RwOp<Opcode, Addr, Extra>> {
+    /// The opcode submitted: `Opcode`.
     static constexpr std::uint8_t opcode = Opcode;
     /// `len`: bytes (clamped to what one request can move, as read(2) does) or iovecs.
     RwOp(FileRef fd, Addr addr, std::size_t len, std::uint64_t off, unsigned extra = 0) noexcept
         : fd_(fd), addr_(addr), len_(std::is_same_v<Addr, const iovec*> ? static_cast<unsigned>(len) : clamp_len(len)),
           off_(off), extra_(extra) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_rw(Opcode, s, fd_.raw(), addr_, len_, off_);
         if constexpr (Extra == RwExtra::buf_index)
@@ -44,11 +48,14 @@ struct [[nodiscard]] RwOp : Op<RwOp<Opcode, Addr, Extra>> {
             s->rw_flags = static_cast<int>(extra_);
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     Addr addr_;
     unsigned len_;
     std::uint64_t off_;
     unsigned extra_;
+    ///@}
 };
 
 /// IORING_OP_READ (5.6), like pread(2): bytes read (0 at end of file) or -errno.
@@ -60,18 +67,24 @@ inline Read read(FileRef fd, void* buf, std::size_t len, std::uint64_t offset) n
 /// IORING_OP_READ with a provided buffer (5.7): the kernel picks a buffer of group `g` (up to
 /// `len` bytes); `buffer_id(op.result_flags())` names it. -ENOBUFS when the group is empty.
 struct [[nodiscard]] ReadSelect : Op<ReadSelect> {
+    /// The opcode submitted: IORING_OP_READ.
     static constexpr std::uint8_t opcode = uring::compat::opcode::read;
+    /// Keeps the arguments for prepare(); op::read() makes one.
     ReadSelect(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t off) noexcept
         : fd_(fd), g_(g), len_(clamp_len(len)), off_(off) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_read(s, fd_.raw(), nullptr, len_, off_);
         raw::select_buffer(s, g_);
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     BufferGroup g_;
     unsigned len_;
     std::uint64_t off_;
+    ///@}
 };
 inline ReadSelect read(FileRef fd, BufferGroup g, std::size_t len, std::uint64_t offset) noexcept {
     return {fd, g, len, offset};
@@ -124,16 +137,22 @@ inline void prep_rwv_fixed(io_uring_sqe* s, std::uint8_t opcode, FileRef fd, con
 /// READV_FIXED and WRITEV_FIXED share one shape: iovecs inside one registered buffer.
 template <std::uint8_t Opcode>
 struct [[nodiscard]] RwvFixedOp : Op<RwvFixedOp<Opcode>> {
+    /// The opcode submitted: `Opcode`.
     static constexpr std::uint8_t opcode = Opcode;
+    /// Keeps the arguments for prepare().
     RwvFixedOp(FileRef fd, const iovec* iov, unsigned n, std::uint64_t off, unsigned idx, int flags) noexcept
         : fd_(fd), iov_(iov), n_(n), off_(off), idx_(idx), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { raw::prep_rwv_fixed(s, Opcode, fd_, iov_, n_, off_, flags_, idx_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     const iovec* iov_;
     unsigned n_;
     std::uint64_t off_;
     unsigned idx_;
     int flags_;
+    ///@}
 };
 
 /// IORING_OP_READV_FIXED (6.15): readv() into iovecs inside registered buffer `buf_index`.
@@ -155,29 +174,41 @@ inline constexpr unsigned fsync_datasync = 1u << 0;
 
 /// IORING_OP_FSYNC (5.1): 0 or -errno.
 struct [[nodiscard]] Fsync : Op<Fsync> {
+    /// The opcode submitted: IORING_OP_FSYNC.
     static constexpr std::uint8_t opcode = uring::compat::opcode::fsync;
+    /// Keeps the arguments for prepare(); op::fsync() makes one.
     Fsync(FileRef fd, unsigned flags) noexcept : fd_(fd), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_fsync(s, fd_.raw(), flags_);
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     unsigned flags_;
+    ///@}
 };
 inline Fsync fsync(FileRef fd, unsigned flags = 0) noexcept { return {fd, flags}; }
 
 /// IORING_OP_FALLOCATE (5.6), like fallocate(2): 0 or -errno.
 struct [[nodiscard]] Fallocate : Op<Fallocate> {
+    /// The opcode submitted: IORING_OP_FALLOCATE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::fallocate;
+    /// Keeps the arguments for prepare(); op::fallocate() makes one.
     Fallocate(FileRef fd, int mode, std::uint64_t off, std::uint64_t len) noexcept
         : fd_(fd), mode_(mode), off_(off), len_(len) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_fallocate(s, fd_.raw(), mode_, static_cast<off_t>(off_), static_cast<off_t>(len_));
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     int mode_;
     std::uint64_t off_, len_;
+    ///@}
 };
 inline Fallocate fallocate(FileRef fd, int mode, std::uint64_t offset, std::uint64_t len) noexcept {
     return {fd, mode, offset, len};
@@ -186,17 +217,23 @@ inline Fallocate fallocate(FileRef fd, int mode, std::uint64_t offset, std::uint
 /// IORING_OP_FADVISE (5.6), like posix_fadvise(2): 0 or -errno. `len` is 32 bits wide in
 /// this opcode; 0 means "to the end of the file".
 struct [[nodiscard]] Fadvise : Op<Fadvise> {
+    /// The opcode submitted: IORING_OP_FADVISE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::fadvise;
+    /// Keeps the arguments for prepare(); op::fadvise() makes one.
     Fadvise(FileRef fd, std::uint64_t off, std::uint32_t len, int advice) noexcept
         : fd_(fd), off_(off), len_(len), advice_(advice) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_fadvise(s, fd_.raw(), off_, static_cast<off_t>(len_), advice_);
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     std::uint64_t off_;
     std::uint32_t len_;
     int advice_;
+    ///@}
 };
 inline Fadvise fadvise(FileRef fd, std::uint64_t offset, std::uint32_t len, int advice) noexcept {
     return {fd, offset, len, advice};
@@ -204,28 +241,40 @@ inline Fadvise fadvise(FileRef fd, std::uint64_t offset, std::uint32_t len, int 
 
 /// IORING_OP_MADVISE (5.6), like madvise(2) on [addr, addr+len): 0 or -errno.
 struct [[nodiscard]] Madvise : Op<Madvise> {
+    /// The opcode submitted: IORING_OP_MADVISE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::madvise;
+    /// Keeps the arguments for prepare(); op::madvise() makes one.
     Madvise(void* addr, std::uint32_t len, int advice) noexcept : addr_(addr), len_(len), advice_(advice) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_madvise(s, addr_, static_cast<off_t>(len_), advice_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     void* addr_;
     std::uint32_t len_;
     int advice_;
+    ///@}
 };
 inline Madvise madvise(void* addr, std::uint32_t len, int advice) noexcept { return {addr, len, advice}; }
 
 /// IORING_OP_SYNC_FILE_RANGE (5.2), like sync_file_range(2): 0 or -errno.
 struct [[nodiscard]] SyncFileRange : Op<SyncFileRange> {
+    /// The opcode submitted: IORING_OP_SYNC_FILE_RANGE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::sync_file_range;
+    /// Keeps the arguments for prepare(); op::sync_file_range() makes one.
     SyncFileRange(FileRef fd, std::uint64_t off, std::uint32_t len, unsigned flags) noexcept
         : fd_(fd), off_(off), len_(len), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_sync_file_range(s, fd_.raw(), len_, off_, static_cast<int>(flags_));
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     std::uint64_t off_;
     std::uint32_t len_;
     unsigned flags_;
+    ///@}
 };
 inline SyncFileRange sync_file_range(FileRef fd, std::uint64_t offset, std::uint32_t nbytes, unsigned flags) noexcept {
     return {fd, offset, nbytes, flags};
@@ -233,14 +282,20 @@ inline SyncFileRange sync_file_range(FileRef fd, std::uint64_t offset, std::uint
 
 /// IORING_OP_FTRUNCATE (6.9), like ftruncate(2): 0 or -errno.
 struct [[nodiscard]] Ftruncate : Op<Ftruncate> {
+    /// The opcode submitted: IORING_OP_FTRUNCATE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::ftruncate;
+    /// Keeps the arguments for prepare(); op::ftruncate() makes one.
     Ftruncate(FileRef fd, std::uint64_t len) noexcept : fd_(fd), len_(len) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         prep_raw(s, opcode, fd_.raw(), 0, 0, len_);
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     std::uint64_t len_;
+    ///@}
 };
 inline Ftruncate ftruncate(FileRef fd, std::uint64_t length) noexcept { return {fd, length}; }
 
@@ -260,18 +315,24 @@ inline void finish_splice(io_uring_sqe* s, FileRef in, FileRef out) noexcept {
 /// IORING_OP_SPLICE (5.7), like splice(2): bytes moved (0 at end of input) or -errno. One
 /// side must be a pipe, whose offset must be op::no_offset.
 struct [[nodiscard]] Splice : Op<Splice> {
+    /// The opcode submitted: IORING_OP_SPLICE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::splice;
+    /// Keeps the arguments for prepare(); op::splice() makes one.
     Splice(FileRef in, std::int64_t off_in, FileRef out, std::int64_t off_out, std::uint32_t len,
            unsigned flags) noexcept
         : in_(in), out_(out), off_in_(off_in), off_out_(off_out), len_(len), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_splice(s, in_.raw(), off_in_, out_.raw(), off_out_, len_, flags_);
         raw::finish_splice(s, in_, out_);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef in_, out_;
     std::int64_t off_in_, off_out_;
     std::uint32_t len_;
     unsigned flags_;
+    ///@}
 };
 inline Splice splice(FileRef fd_in, std::int64_t off_in, FileRef fd_out, std::int64_t off_out, std::uint32_t len,
                      unsigned flags = 0) noexcept {
@@ -280,16 +341,22 @@ inline Splice splice(FileRef fd_in, std::int64_t off_in, FileRef fd_out, std::in
 
 /// IORING_OP_TEE (5.8), like tee(2) between two pipes: bytes duplicated or -errno.
 struct [[nodiscard]] Tee : Op<Tee> {
+    /// The opcode submitted: IORING_OP_TEE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::tee;
+    /// Keeps the arguments for prepare(); op::tee() makes one.
     Tee(FileRef in, FileRef out, std::uint32_t len, unsigned flags) noexcept
         : in_(in), out_(out), len_(len), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_tee(s, in_.raw(), out_.raw(), len_, flags_);
         raw::finish_splice(s, in_, out_);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef in_, out_;
     std::uint32_t len_;
     unsigned flags_;
+    ///@}
 };
 inline Tee tee(FileRef fd_in, FileRef fd_out, std::uint32_t len, unsigned flags = 0) noexcept {
     return {fd_in, fd_out, len, flags};
@@ -298,12 +365,18 @@ inline Tee tee(FileRef fd_in, FileRef fd_out, std::uint32_t len, unsigned flags 
 /// IORING_OP_PROVIDE_BUFFERS (5.7): hands `nr` buffers of `len` bytes each, laid out back to
 /// back from `addr`, to buffer group `bgid` with ids bid, bid+1, ...: 0 or -errno.
 struct [[nodiscard]] ProvideBuffers : Op<ProvideBuffers> {
+    /// The opcode submitted: IORING_OP_PROVIDE_BUFFERS.
     static constexpr std::uint8_t opcode = uring::compat::opcode::provide_buffers;
+    /// Keeps the arguments for prepare(); op::provide_buffers() makes one.
     ProvideBuffers(void* addr, int len, int nr, int bgid, int bid) noexcept
         : addr_(addr), len_(len), nr_(nr), bgid_(bgid), bid_(bid) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_provide_buffers(s, addr_, len_, nr_, bgid_, bid_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     void* addr_;
     int len_, nr_, bgid_, bid_;
+    ///@}
 };
 inline ProvideBuffers provide_buffers(void* addr, int len, int nr, BufferGroup g, int bid) noexcept {
     return {addr, len, nr, g.id, bid};
@@ -312,10 +385,16 @@ inline ProvideBuffers provide_buffers(void* addr, int len, int nr, BufferGroup g
 /// IORING_OP_REMOVE_BUFFERS (5.7): takes up to `nr` buffers of group `bgid` back: the number
 /// removed, or -ENOENT when the group has none.
 struct [[nodiscard]] RemoveBuffers : Op<RemoveBuffers> {
+    /// The opcode submitted: IORING_OP_REMOVE_BUFFERS.
     static constexpr std::uint8_t opcode = uring::compat::opcode::remove_buffers;
+    /// Keeps the arguments for prepare(); op::remove_buffers() makes one.
     RemoveBuffers(int nr, int bgid) noexcept : nr_(nr), bgid_(bgid) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_remove_buffers(s, nr_, bgid_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     int nr_, bgid_;
+    ///@}
 };
 inline RemoveBuffers remove_buffers(int nr, BufferGroup g) noexcept { return {nr, g.id}; }
 

@@ -18,7 +18,10 @@ inline constexpr unsigned alloc_slot = uring::compat::file_index_alloc;
 /// instead of a buffer pointer and the kernel picks a buffer of the group
 /// (IOSQE_BUFFER_SELECT). The chosen buffer's id is `buffer_id(op.result_flags())`.
 struct BufferGroup {
+    ///@{
+    /// The constructor's arguments, read by prepare().
     std::uint16_t id;
+    ///@}
 };
 
 /// True when a completion consumed a provided buffer (IORING_CQE_F_BUFFER).

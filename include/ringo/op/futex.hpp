@@ -28,13 +28,19 @@ inline void prep_futex(io_uring_sqe* s, std::uint8_t opcode, const void* addr, s
 /// of a wait, the most waiters a wake wakes), a bitset mask and futex2 flags.
 template <std::uint8_t Opcode>
 struct [[nodiscard]] FutexOp : Op<FutexOp<Opcode>> {
+    /// The opcode submitted: `Opcode`.
     static constexpr std::uint8_t opcode = Opcode;
+    /// Keeps the arguments for prepare().
     FutexOp(const void* addr, std::uint64_t val, std::uint64_t mask, std::uint32_t flags) noexcept
         : addr_(addr), val_(val), mask_(mask), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { raw::prep_futex(s, Opcode, addr_, val_, mask_, flags_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     const void* addr_;
     std::uint64_t val_, mask_;
     std::uint32_t flags_;
+    ///@}
 };
 
 /// IORING_OP_FUTEX_WAIT (6.7), like futex_wait(2) / FUTEX_WAIT_BITSET: waits while `*addr`
@@ -63,13 +69,19 @@ inline FutexWake futex_wake(const std::uint32_t* addr, std::uint64_t nr,
 /// woken, -EAGAIN when one word did not hold its value, or -errno. `v` must stay valid
 /// until the await ends.
 struct [[nodiscard]] FutexWaitv : Op<FutexWaitv> {
+    /// The opcode submitted: IORING_OP_FUTEX_WAITV.
     static constexpr std::uint8_t opcode = uring::compat::opcode::futex_waitv;
+    /// Keeps the arguments for prepare(); op::futex_waitv() makes one.
     FutexWaitv(const ::futex_waitv* v, unsigned nr) noexcept : v_(v), nr_(nr) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         prep_raw(s, opcode, 0, reinterpret_cast<std::uint64_t>(v_), nr_, 0);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     const ::futex_waitv* v_;
     unsigned nr_;
+    ///@}
 };
 inline FutexWaitv futex_waitv(const ::futex_waitv* waiters, unsigned nr) noexcept { return {waiters, nr}; }
 

@@ -27,6 +27,7 @@ namespace ringo::op {
 /// ring_fd() may be read from other threads. It must outlive every message sent to it.
 class Mailbox : private ringo::detail::Completion {
 public:
+    /// One message: what the sender's MSG_RING put in the CQE.
     struct Message {
         int value;           ///< the CQE's res: msg_ring's `value`, or msg_ring_fd's slot / -errno
         std::uint32_t flags; ///< the CQE's flags (msg_ring's `cqe_flags` when passed)
@@ -47,6 +48,7 @@ public:
     }
     /// The receiving ring's fd (the `fd` of msg_ring).
     [[nodiscard]] int ring_fd() const noexcept { return ring_fd_; }
+    /// Messages queued and not yet received.
     [[nodiscard]] std::size_t pending() const noexcept { return count_; }
     /// Messages that arrived while the mailbox was full (they are lost).
     [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_; }
@@ -64,11 +66,15 @@ public:
     /// Awaitable: the oldest message, waiting for one if none is queued. One receiver at a
     /// time (a second gets {-EBUSY, 0}); a cancelled receiver gets {-ECANCELED, 0}.
     struct Receive : ringo::detail::Waitable {
-        Mailbox* box;
-        Message msg{0, 0};
-        ringo::detail::CancelCtx* ctx = nullptr;
+        Mailbox* box;                            ///< the mailbox received from
+        Message msg{0, 0};                       ///< the message, once received
+        ringo::detail::CancelCtx* ctx = nullptr; ///< the waiting task's cancellation context
+        /// A receive from `b` (Mailbox::receive makes one).
         explicit Receive(Mailbox* b) noexcept : box(b) { cancel_fn = &cancel; }
+        /// Ready when a message is queued (it is taken here).
         bool await_ready() noexcept { return box->try_receive(msg); }
+        /// Waits for a message; refuses at once in a cancelled task ({-ECANCELED, 0}) or when
+        /// another receiver waits ({-EBUSY, 0}).
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) noexcept {
             ctx = ringo::detail::ctx_of(h);
@@ -87,11 +93,13 @@ public:
                 ctx->waiting = this;
             return true;
         }
+        /// The message, or {-errno, 0} (see the class).
         Message await_resume() noexcept {
             if (ctx)
                 ctx->waiting = nullptr;
             return msg;
         }
+        /// Ends the wait of a cancelled receiver with {-ECANCELED, 0}.
         static void cancel(ringo::detail::Waitable* self) noexcept {
             auto* r = static_cast<Receive*>(self);
             Mailbox* b = r->box;
@@ -103,6 +111,7 @@ public:
                 b->rt_->schedule(std::exchange(b->waiter_h_, {}));
         }
     };
+    /// Awaitable: the oldest message, waiting for one (see Receive).
     [[nodiscard]] Receive receive() noexcept { return Receive{this}; }
 
 private:
@@ -139,9 +148,12 @@ private:
 /// (IORING_MSG_RING_FLAGS_PASS, 6.3). The result is 0, or -errno (-EBADFD: not a ring,
 /// -EBADF: closed fd, -EOVERFLOW: the target's CQ is full).
 struct [[nodiscard]] MsgRing : Op<MsgRing> {
+    /// The opcode submitted: IORING_OP_MSG_RING.
     static constexpr std::uint8_t opcode = uring::compat::opcode::msg_ring;
+    /// Keeps the arguments for prepare(); op::msg_ring() makes one.
     MsgRing(FileRef ring, std::uint32_t value, std::uint64_t user_data, std::uint32_t cqe_flags) noexcept
         : ring_(ring), value_(value), ud_(user_data), cqe_flags_(cqe_flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         prep_raw(s, opcode, ring_.raw(), uring::compat::msg_ring::cmd_data, value_, ud_);
         if (cqe_flags_) {
@@ -150,10 +162,13 @@ struct [[nodiscard]] MsgRing : Op<MsgRing> {
         }
         ring_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef ring_;
     std::uint32_t value_;
     std::uint64_t ud_;
     std::uint32_t cqe_flags_;
+    ///@}
 };
 inline MsgRing msg_ring(FileRef ring_fd, std::uint32_t value, std::uint64_t user_data,
                         std::uint32_t cqe_flags = 0) noexcept {
@@ -171,9 +186,12 @@ inline MsgRing msg_ring(const Mailbox& box, std::uint32_t value, std::uint32_t c
 /// (-EBADF: empty source slot, -EINVAL: target is this ring, -ENFILE: no free target slot,
 /// -ENXIO: the target has no table). With `skip_target_cqe` the target gets no CQE.
 struct [[nodiscard]] MsgRingFd : Op<MsgRingFd> {
+    /// The opcode submitted: IORING_OP_MSG_RING.
     static constexpr std::uint8_t opcode = uring::compat::opcode::msg_ring;
+    /// Keeps the arguments for prepare(); op::msg_ring_fd() makes one.
     MsgRingFd(FileRef ring, unsigned src, unsigned dst, std::uint64_t user_data, bool skip) noexcept
         : ring_(ring), src_(src), dst_(dst), ud_(user_data), skip_(skip) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         prep_raw(s, opcode, ring_.raw(), uring::compat::msg_ring::cmd_send_fd, 0, ud_);
         s->addr3 = src_;
@@ -182,10 +200,13 @@ struct [[nodiscard]] MsgRingFd : Op<MsgRingFd> {
             s->msg_ring_flags = uring::compat::msg_ring::cqe_skip;
         ring_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef ring_;
     unsigned src_, dst_;
     std::uint64_t ud_;
     bool skip_;
+    ///@}
 };
 inline MsgRingFd msg_ring_fd(FileRef ring_fd, unsigned src_slot, unsigned dst_slot, std::uint64_t user_data = 0,
                              bool skip_target_cqe = false) noexcept {

@@ -90,11 +90,15 @@ public:
     /// One waiter at a time. Cancelling the waiting task does not end this wait early: a
     /// notification cannot be cancelled, and the buffer is not free before it.
     struct ReleasedAwaiter {
-        ZcTracker* t;
+        ZcTracker* t; ///< the tracker waited for
+        /// Ready when no buffer is held.
         bool await_ready() const noexcept { return !t->busy(); }
+        /// Waits for the last notification.
         void await_suspend(std::coroutine_handle<> h) noexcept { t->waiter_ = h; }
+        /// Nothing: the buffers are free.
         void await_resume() const noexcept {}
     };
+    /// Waits until no buffer of this tracker is held: `co_await tracker.released()`.
     [[nodiscard]] ReleasedAwaiter released() noexcept { return {this}; }
 
 private:
@@ -177,9 +181,14 @@ inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
 template <class Derived>
 class [[nodiscard]] ZcOp : public SqeFlags<Derived> {
 public:
-    static constexpr bool errno_result = true; // the kernel's result, as for every operation
+    /// The result is the kernel's (a count or -errno), as for every operation.
+    static constexpr bool errno_result = true;
+    /// A send whose buffer `t` follows.
     explicit ZcOp(ZcTracker& t) noexcept : tracker_(&t) {}
+    /// Never ready: the send is always submitted (or refused) in await_suspend.
     bool await_ready() const noexcept { return false; }
+    /// Submits the send; false (nothing submitted) without a runtime, in a cancelled task,
+    /// or for an opcode the kernel lacks.
     template <class P>
     bool await_suspend(std::coroutine_handle<P> h) {
         Runtime* rt = ringo::detail::t_current;
@@ -218,6 +227,7 @@ public:
         }
         return true;
     }
+    /// The first CQE's result: the bytes sent or -errno.
     int await_resume() const noexcept {
         if (ctx_)
             ctx_->waiting = nullptr;
@@ -246,11 +256,14 @@ private:
 /// or -errno. `zc_flags` takes uring::compat::recvsend flags (send_zc_report_usage,
 /// poll_first). Keep `buf` untouched until `tracker` releases it.
 struct [[nodiscard]] SendZc : ZcOp<SendZc> {
+    /// The opcode submitted: IORING_OP_SEND_ZC.
     static constexpr std::uint8_t opcode = uring::compat::opcode::send_zc;
+    /// Keeps the arguments for prepare(); op::send_zc() makes one.
     SendZc(FileRef fd, const void* buf, std::size_t len, int flags, unsigned zc_flags, ZcTracker& t,
            const sockaddr* addr, socklen_t alen, int buf_index) noexcept
         : ZcOp(t), fd_(fd), buf_(buf), len_(len), flags_(flags), zc_flags_(zc_flags), addr_(addr), alen_(alen),
           buf_index_(buf_index) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         if (buf_index_ >= 0)
             io_uring_prep_send_zc_fixed(s, fd_.raw(), buf_, len_, flags_, zc_flags_, static_cast<unsigned>(buf_index_));
@@ -260,6 +273,8 @@ struct [[nodiscard]] SendZc : ZcOp<SendZc> {
             io_uring_prep_send_set_addr(s, addr_, static_cast<std::uint16_t>(alen_));
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     const void* buf_;
     std::size_t len_;
@@ -268,6 +283,7 @@ struct [[nodiscard]] SendZc : ZcOp<SendZc> {
     const sockaddr* addr_;
     socklen_t alen_;
     int buf_index_;
+    ///@}
 };
 inline SendZc send_zc(FileRef fd, const void* buf, std::size_t len, ZcTracker& tracker, int flags = 0,
                       unsigned zc_flags = 0) noexcept {
@@ -287,16 +303,22 @@ inline SendZc sendto_zc(FileRef fd, const void* buf, std::size_t len, int flags,
 /// IORING_OP_SENDMSG_ZC (6.1), like sendmsg(2) with the pages lent: bytes sent or -errno.
 /// The iovec buffers stay lent until `tracker` releases them.
 struct [[nodiscard]] SendmsgZc : ZcOp<SendmsgZc> {
+    /// The opcode submitted: IORING_OP_SENDMSG_ZC.
     static constexpr std::uint8_t opcode = uring::compat::opcode::sendmsg_zc;
+    /// Keeps the arguments for prepare(); op::sendmsg_zc() makes one.
     SendmsgZc(FileRef fd, const msghdr* msg, unsigned flags, ZcTracker& t) noexcept
         : ZcOp(t), fd_(fd), msg_(msg), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept {
         io_uring_prep_sendmsg_zc(s, fd_.raw(), msg_, flags_);
         fd_.apply(s);
     }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     FileRef fd_;
     const msghdr* msg_;
     unsigned flags_;
+    ///@}
 };
 inline SendmsgZc sendmsg_zc(FileRef fd, const msghdr* msg, ZcTracker& tracker, unsigned flags = 0) noexcept {
     return {fd, msg, flags, tracker};

@@ -23,12 +23,18 @@ __kernel_timespec to_timespec(std::chrono::duration<Rep, Period> d) noexcept {
 /// other completions arrived first (count > 0), -ECANCELED when cancelled. `flags` takes
 /// IORING_TIMEOUT_ABS, _BOOTTIME, _REALTIME, _ETIME_SUCCESS (see uring::compat).
 struct [[nodiscard]] Timeout : Op<Timeout> {
+    /// The opcode submitted: IORING_OP_TIMEOUT.
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout;
+    /// Keeps the arguments for prepare(); op::timeout() makes one.
     Timeout(__kernel_timespec ts, unsigned count, unsigned flags) noexcept : ts_(ts), count_(count), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_timeout(s, &ts_, count_, flags_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     __kernel_timespec ts_;
     unsigned count_;
     unsigned flags_;
+    ///@}
 };
 inline Timeout timeout(__kernel_timespec ts, unsigned count = 0, unsigned flags = 0) noexcept {
     return {ts, count, flags};
@@ -42,11 +48,17 @@ Timeout timeout(std::chrono::duration<Rep, Period> d, unsigned count = 0, unsign
 /// (see user_data_of): 0, -ENOENT when not found, -EALREADY when it is firing. The removed
 /// timeout completes with -ECANCELED.
 struct [[nodiscard]] TimeoutRemove : Op<TimeoutRemove> {
+    /// The opcode submitted: IORING_OP_TIMEOUT_REMOVE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
+    /// Keeps the arguments for prepare(); op::timeout_remove() makes one.
     TimeoutRemove(std::uint64_t target, unsigned flags) noexcept : target_(target), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) const noexcept { io_uring_prep_timeout_remove(s, target_, flags_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     std::uint64_t target_;
     unsigned flags_;
+    ///@}
 };
 inline TimeoutRemove timeout_remove(std::uint64_t target_user_data, unsigned flags = 0) noexcept {
     return {target_user_data, flags};
@@ -56,13 +68,19 @@ inline TimeoutRemove timeout_remove(std::uint64_t target_user_data, unsigned fla
 /// to expire after `ts` (absolute with timeout_abs): 0 or -ENOENT. With
 /// uring::compat::link_timeout_update in `flags` it updates a link_timeout instead.
 struct [[nodiscard]] TimeoutUpdate : Op<TimeoutUpdate> {
+    /// The opcode submitted: IORING_OP_TIMEOUT_REMOVE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::timeout_remove;
+    /// Keeps the arguments for prepare(); op::timeout_update() makes one.
     TimeoutUpdate(std::uint64_t target, __kernel_timespec ts, unsigned flags) noexcept
         : target_(target), ts_(ts), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_timeout_update(s, &ts_, target_, flags_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     std::uint64_t target_;
     __kernel_timespec ts_;
     unsigned flags_;
+    ///@}
 };
 inline TimeoutUpdate timeout_update(std::uint64_t target_user_data, __kernel_timespec ts, unsigned flags = 0) noexcept {
     return {target_user_data, ts, flags};
@@ -79,11 +97,17 @@ TimeoutUpdate timeout_update(std::uint64_t target_user_data, std::chrono::durati
 /// still running when the time passes it is cancelled (and completes with -ECANCELED) and
 /// this completes with -ETIME; if it finishes first this completes with -ECANCELED.
 struct [[nodiscard]] LinkTimeout : Op<LinkTimeout> {
+    /// The opcode submitted: IORING_OP_LINK_TIMEOUT.
     static constexpr std::uint8_t opcode = uring::compat::opcode::link_timeout;
+    /// Keeps the arguments for prepare(); op::link_timeout() makes one.
     LinkTimeout(__kernel_timespec ts, unsigned flags) noexcept : ts_(ts), flags_(flags) {}
+    /// Fills the SQE with the arguments (Op::await_suspend calls it).
     void prepare(io_uring_sqe* s) noexcept { io_uring_prep_link_timeout(s, &ts_, flags_); }
+    ///@{
+    /// The constructor's arguments, read by prepare().
     __kernel_timespec ts_;
     unsigned flags_;
+    ///@}
 };
 inline LinkTimeout link_timeout(__kernel_timespec ts, unsigned flags = 0) noexcept { return {ts, flags}; }
 template <class Rep, class Period>
