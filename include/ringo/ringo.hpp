@@ -56,6 +56,7 @@
 
 #include <ringo/sync/channel.hpp>
 #include <ringo/sync/condition_variable.hpp>
+#include <ringo/sync/condition_waiters.hpp>
 #include <ringo/sync/event.hpp>
 #include <ringo/sync/futex.hpp>
 #include <ringo/sync/mutex.hpp>

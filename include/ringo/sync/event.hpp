@@ -3,14 +3,15 @@
 
 #include <mutex>
 
-#include <ringo/sync/detail/condition_waiters.hpp>
+#include <ringo/sync/condition_waiters.hpp>
 
 namespace ringo {
 
 /// A manual-reset event: `set()` wakes every waiter and lets later waits pass at once until
 /// `reset()`. See docs/sync.md.
-class Event : public detail::ConditionWaiters<Event> {
+class Event : public ConditionWaiters<Event> {
 public:
+    /// An event, set or not.
     explicit Event(bool initially_set = false) noexcept : set_(initially_set) {}
 
     /// `co_await ev.wait()`: 0 once the event is set (at once if it is), -ECANCELED when
@@ -31,13 +32,14 @@ public:
         std::lock_guard lk(lock_);
         set_ = false;
     }
+    /// True while the event is set (a snapshot).
     [[nodiscard]] bool is_set() const noexcept {
         std::lock_guard lk(lock_);
         return set_;
     }
 
 private:
-    friend class detail::ConditionWaiters<Event>;
+    friend class ConditionWaiters<Event>;
     static constexpr const char* wait_outside_runtime =
         "ringo: Event::wait would wait outside a runtime; use wait_blocking";
     static constexpr const char* wait_blocking_on_runtime =

@@ -7,14 +7,15 @@
 #include <limits>
 #include <utility>
 
-#include <ringo/sync/detail/condition_waiters.hpp>
+#include <ringo/sync/condition_waiters.hpp>
 
 namespace ringo {
 
 /// Counts outstanding work, like Go's sync.WaitGroup: `add(n)` before starting n pieces,
 /// `done()` as each ends, `co_await wg.wait()` until the count is zero. See docs/sync.md.
-class WaitGroup : public detail::ConditionWaiters<WaitGroup> {
+class WaitGroup : public ConditionWaiters<WaitGroup> {
 public:
+    /// A wait group whose count starts at `initial`.
     explicit WaitGroup(std::size_t initial = 0) noexcept : count_(static_cast<std::ptrdiff_t>(initial)) {}
 
     /// Adds `n` (may be negative) to the count; at zero every waiter is woken. Returns 0, or
@@ -46,7 +47,7 @@ public:
     }
 
 private:
-    friend class detail::ConditionWaiters<WaitGroup>;
+    friend class ConditionWaiters<WaitGroup>;
     static constexpr const char* wait_outside_runtime =
         "ringo: WaitGroup::wait would wait outside a runtime; use wait_blocking";
     static constexpr const char* wait_blocking_on_runtime =
