@@ -63,10 +63,10 @@ namespace ringo::net {
 class ShardedListener {
 public:
     /// Binds `addr` (IPv4 or IPv6; port 0 picks a free port, which every shard then shares)
-    /// once per runtime and starts accepting: `ShardedListener(pool,
-    /// *SocketAddr::parse("[::]:8080"), h)`. Throws std::system_error when a socket cannot be
-    /// created, bound or put in listening state (e.g. EADDRINUSE without SO_REUSEPORT on the
-    /// other socket), std::invalid_argument for an address of another family,
+    /// once per runtime and starts accepting: `ShardedListener(pool, addr, h)`, with `addr`
+    /// from SocketAddr::parse("[::]:8080"), say. Throws std::system_error when a socket cannot
+    /// be created, bound or put in listening state (e.g. EADDRINUSE without SO_REUSEPORT on
+    /// the other socket), std::invalid_argument for an address of another family,
     /// std::logic_error when the pool is shutting down.
     template <class Handler>
     ShardedListener(RuntimePool& pool, const SocketAddr& addr, Handler handler, int backlog = 1024)
