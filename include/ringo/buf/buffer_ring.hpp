@@ -201,8 +201,10 @@ public:
     Buffer() noexcept = default;
     /// An empty buffer carrying `result` (0 or -errno).
     explicit Buffer(int result) noexcept : res_(result) {}
+    /// Takes `o`'s buffer over; `o` is left empty (carrying 0).
     Buffer(Buffer&& o) noexcept
         : ring_(std::exchange(o.ring_, nullptr)), res_(std::exchange(o.res_, 0)), bid_(o.bid_), off_(o.off_) {}
+    /// Gives this buffer back to its ring, then takes `o`'s over.
     Buffer& operator=(Buffer&& o) noexcept {
         if (this != &o) {
             reset();
@@ -221,10 +223,13 @@ public:
     explicit operator bool() const noexcept { return ring_ != nullptr; }
     /// The received bytes (nullptr for an empty buffer).
     [[nodiscard]] std::byte* data() const noexcept { return ring_ ? ring_->addr(bid_) + off_ : nullptr; }
+    /// data() as chars.
     [[nodiscard]] char* chars() const noexcept { return reinterpret_cast<char*>(data()); }
     /// Number of bytes received (0 for an empty buffer).
     [[nodiscard]] std::size_t size() const noexcept { return ring_ ? static_cast<std::size_t>(res_) : 0; }
+    /// The received bytes as a span.
     [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {data(), size()}; }
+    /// The received bytes as a string_view (no terminating NUL).
     [[nodiscard]] std::string_view view() const noexcept { return {chars(), size()}; }
     /// The buffer's full size in the ring (what the kernel could have filled).
     [[nodiscard]] std::size_t capacity() const noexcept { return ring_ ? ring_->buf_size : 0; }
@@ -298,9 +303,14 @@ struct BufferRingOptions {
 /// Owner thread only. Move-only.
 class BufferRing {
 public:
+    /// Registers the ring on `rt` (see the class for what throws). From `rt`'s own thread.
     BufferRing(Runtime& rt, op::BufferGroup group, unsigned entries, std::size_t buffer_size,
                BufferRingOptions options = {});
+    /// Takes `o`'s registration over; `o` is left empty (only destruction and assignment are
+    /// valid).
     BufferRing(BufferRing&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    /// Releases this ring (see the class: the registration goes once every buffer is back),
+    /// then takes `o`'s over.
     BufferRing& operator=(BufferRing&& o) noexcept {
         if (this != &o) {
             if (s_)
@@ -318,16 +328,20 @@ public:
 
     /// The group to pass to operations that select a buffer.
     [[nodiscard]] op::BufferGroup group() const noexcept { return {s_->bgid}; }
+    /// The number of buffers.
     [[nodiscard]] unsigned entries() const noexcept { return s_->entries; }
+    /// Each buffer's size in bytes.
     [[nodiscard]] std::size_t buffer_size() const noexcept { return s_->buf_size; }
     /// Buffers in the kernel's ring, free to be filled.
     [[nodiscard]] unsigned available() const noexcept { return s_->free_buffers(); }
     /// Buffers handed out by completions and not back yet (held by Buffer handles or
     /// queued in streams).
     [[nodiscard]] unsigned lent() const noexcept { return s_->lent; }
+    /// The runtime the ring is registered on.
     [[nodiscard]] Runtime& runtime() const noexcept { return *s_->rt; }
     /// True when the kernel fills buffers in parts (BufferRingOptions::incremental, granted).
     [[nodiscard]] bool incremental() const noexcept { return s_->inc; }
+    /// Counters since creation (BufferRingStats).
     [[nodiscard]] BufferRingStats stats() const noexcept { return {s_->stat_lent, s_->stat_enobufs, s_->stat_rearms}; }
     /// A parked stream (its multishot ended by -ENOBUFS) re-arms when this many buffers are
     /// free, or at once when its reader waits and one is free. Default: entries / 8 (>= 1).

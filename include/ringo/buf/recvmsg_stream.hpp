@@ -39,6 +39,7 @@ struct RecvMsgNode;
 class Message {
 public:
     Message() noexcept = default;
+    /// An empty Message carrying `result` (0 or -errno).
     explicit Message(int result) noexcept : buf_(result) {}
 
     /// True when this holds a datagram.
@@ -48,17 +49,21 @@ public:
     /// The sender's address (nullptr when the socket gave none) and its length (at most
     /// sizeof(sockaddr_storage)).
     [[nodiscard]] const sockaddr* name() const noexcept { return name_len_ ? name_ : nullptr; }
+    /// The sender address's length (0 when there is none).
     [[nodiscard]] socklen_t name_len() const noexcept { return name_len_; }
     /// The payload (what fitted in the buffer).
     [[nodiscard]] std::span<std::byte> payload() const noexcept { return {payload_, payload_len_}; }
+    /// The payload as a string_view (no terminating NUL).
     [[nodiscard]] std::string_view view() const noexcept {
         return {reinterpret_cast<const char*>(payload_), payload_len_};
     }
+    /// The payload's size in bytes.
     [[nodiscard]] std::size_t size() const noexcept { return payload_len_; }
     /// The control data (ancillary messages) when the stream asked for room for it.
     [[nodiscard]] std::span<std::byte> control() const noexcept { return {control_, control_len_}; }
     /// The datagram's MSG_* flags (MSG_TRUNC: it was longer than the buffer; MSG_CTRUNC).
     [[nodiscard]] unsigned flags() const noexcept { return flags_; }
+    /// True when the datagram was longer than the buffer (MSG_TRUNC): the payload is cut.
     [[nodiscard]] bool truncated() const noexcept { return (flags_ & MSG_TRUNC) != 0; }
     /// The ring buffer holding it all.
     [[nodiscard]] const Buffer& buffer() const noexcept { return buf_; }

@@ -14,14 +14,17 @@ namespace ringo {
 /// `co_await ringo::cancellation_requested()` yields true once the calling task (or the
 /// combinator branch it runs in) has been asked to stop. Never suspends.
 struct CancellationRequested {
-    bool value = false;
+    bool value = false; ///< the answer, set by await_suspend
+    /// Never ready: the answer is read from the awaiting task in await_suspend.
     bool await_ready() const noexcept { return false; }
     template <class P>
+    /// Reads whether the awaiting task is cancelled; never suspends (false).
     bool await_suspend(std::coroutine_handle<P> h) noexcept {
         detail::CancelCtx* c = detail::ctx_of(h);
         value = c && c->cancelled;
         return false;
     }
+    /// True when the task has been asked to stop.
     bool await_resume() const noexcept { return value; }
 };
 [[nodiscard]] inline CancellationRequested cancellation_requested() noexcept { return {}; }
@@ -80,16 +83,19 @@ class [[nodiscard]] Shielded {
     using Awaiter = decltype(detail::get_awaiter(std::declval<A&>()));
 
 public:
+    /// Wraps awaitable `a` (shielded() makes one).
     explicit Shielded(A&& a) noexcept(std::is_nothrow_constructible_v<A, A&&>) : a_(std::forward<A>(a)) {}
     Shielded(const Shielded&) = delete;
     Shielded& operator=(const Shielded&) = delete;
 
+    /// The wrapped awaitable's await_ready.
     bool await_ready() {
         if constexpr (!std::is_reference_v<Awaiter>)
             aw_.emplace([this]() -> Awaiter { return detail::get_awaiter(a_); });
         return aw().await_ready();
     }
     template <class P>
+    /// Suspends as the wrapped awaitable does, with the task's cancellation hidden from it.
     auto await_suspend(std::coroutine_handle<P> h) -> decltype(std::declval<Awaiter&>().await_suspend(h)) {
         if constexpr (std::is_base_of_v<detail::PromiseBase, P>) {
             promise_ = &h.promise();
@@ -104,6 +110,7 @@ public:
             throw;
         }
     }
+    /// The wrapped awaitable's result; the task's own cancellation state is back.
     decltype(auto) await_resume() {
         restore();
         return aw().await_resume();

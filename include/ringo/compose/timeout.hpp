@@ -45,6 +45,8 @@ class [[nodiscard]] Timed {
     static_assert(!std::is_reference_v<R>, "ringo::with_timeout: awaitables yielding references are not supported");
 
 public:
+    /// What the awaitable yielded, and whether the deadline passed first (with_timeout makes
+    /// it).
     Timed(bool timed_out, R&& v) noexcept(std::is_nothrow_move_constructible_v<R>)
         : value_(std::move(v)), timed_out_(timed_out) {}
     /// True when the deadline passed before the awaitable finished (it was then cancelled,
@@ -55,12 +57,19 @@ public:
     /// What the awaitable yielded, in time or not (a value produced after the deadline, such
     /// as a message a channel recv took as the deadline passed, is not lost).
     R& value() & noexcept { return value_; }
+    /// value() of a const Timed.
     const R& value() const& noexcept { return value_; }
+    /// value() moved out of a temporary Timed.
     R&& value() && noexcept { return std::move(value_); }
+    /// value().
     R& operator*() & noexcept { return value_; }
+    /// value() of a const Timed.
     const R& operator*() const& noexcept { return value_; }
+    /// value() moved out of a temporary Timed.
     R&& operator*() && noexcept { return std::move(value_); }
+    /// The value's members.
     R* operator->() noexcept { return &value_; }
+    /// The value's members, of a const Timed.
     const R* operator->() const noexcept { return &value_; }
 
 private:
@@ -72,8 +81,11 @@ private:
 template <>
 class [[nodiscard]] Timed<void> {
 public:
+    /// Whether the deadline passed first (with_timeout makes it).
     explicit Timed(bool timed_out) noexcept : timed_out_(timed_out) {}
+    /// True when the deadline passed before the awaitable finished (it was then cancelled).
     [[nodiscard]] bool timed_out() const noexcept { return timed_out_; }
+    /// True when it finished before the deadline.
     explicit operator bool() const noexcept { return !timed_out_; }
 
 private:
@@ -205,6 +217,7 @@ Task<timeout_result_t<A>> with_timeout(A a, std::chrono::duration<Rep, Period> d
 class Watchdog {
 public:
     template <class Rep, class Period>
+    /// A watchdog whose deadline is `idle` after the last feed() (now, at first).
     explicit Watchdog(std::chrono::duration<Rep, Period> idle) noexcept
         : idle_(detail::saturated_ns(idle)), last_(detail::now_ns()) {}
 

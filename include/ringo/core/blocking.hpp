@@ -23,8 +23,8 @@ namespace ringo {
 /// demand, one per job while none is idle, up to `max_threads`; beyond that jobs wait in FIFO
 /// order. A thread idle for `keep_alive` ends.
 struct BlockingPoolOptions {
-    unsigned max_threads = 64;
-    std::chrono::milliseconds keep_alive{10000};
+    unsigned max_threads = 64;                   ///< the most threads at once (at least 1)
+    std::chrono::milliseconds keep_alive{10000}; ///< how long an idle thread waits for a job before it ends
 };
 
 /// Sets the pool's options; callable at any time, from any thread. A higher maximum lets
@@ -32,16 +32,17 @@ struct BlockingPoolOptions {
 /// (none is interrupted). A new keep-alive applies from each thread's next idle wait.
 /// Throws std::invalid_argument for max_threads == 0 or a negative keep-alive.
 void set_blocking_pool_options(const BlockingPoolOptions& options);
+/// The pool's options now.
 [[nodiscard]] BlockingPoolOptions blocking_pool_options();
 
 /// A snapshot of the pool.
 struct BlockingPoolStats {
-    unsigned threads = 0;        ///< threads alive (running a job or idle)
-    unsigned idle = 0;           ///< of which waiting for a job
-    unsigned running = 0;        ///< jobs running now
-    std::size_t queued = 0;      ///< jobs waiting for a thread
-    std::uint64_t jobs_done = 0; ///< jobs finished since the process started
-    std::uint64_t threads_started = 0;
+    unsigned threads = 0;              ///< threads alive (running a job or idle)
+    unsigned idle = 0;                 ///< of which waiting for a job
+    unsigned running = 0;              ///< jobs running now
+    std::size_t queued = 0;            ///< jobs waiting for a thread
+    std::uint64_t jobs_done = 0;       ///< jobs finished since the process started
+    std::uint64_t threads_started = 0; ///< threads started since the process started
 };
 [[nodiscard]] BlockingPoolStats blocking_pool_stats();
 
@@ -143,9 +144,12 @@ class [[nodiscard]] BlockingCall {
     using Job = detail::BlockingJobOf<F>;
 
 public:
+    /// What the call yields: `f`'s result type.
     using value_type = std::invoke_result_t<F>;
 
+    /// Takes `f` into a job (one allocation); spawn_blocking makes it.
     explicit BlockingCall(F&& f) : job_(new Job(std::move(f))) {}
+    /// Moves a call that has not been awaited yet.
     BlockingCall(BlockingCall&& o) noexcept : job_(std::exchange(o.job_, nullptr)) {}
     BlockingCall(const BlockingCall&) = delete;
     BlockingCall& operator=(const BlockingCall&) = delete;
@@ -155,8 +159,11 @@ public:
             job_->release();
     }
 
+    /// Never ready: the job is handed to the pool in await_suspend.
     bool await_ready() const noexcept { return false; }
     template <class P>
+    /// Hands the job to the pool and waits; refuses (await_resume throws) when awaited twice,
+    /// outside a runtime, or in a cancelled task.
     bool await_suspend(std::coroutine_handle<P> h) {
         Runtime* rt = detail::t_current;
         if (!job_ || wait_.job) [[unlikely]]
@@ -171,6 +178,8 @@ public:
         }
         return false;
     }
+    /// The job's result, or its exception rethrown; throws for a refused await (see
+    /// spawn_blocking).
     value_type await_resume() {
         if (refused_ != detail::BlockingRefusal::none) [[unlikely]]
             detail::throw_blocking_refusal(std::exchange(refused_, detail::BlockingRefusal::none));

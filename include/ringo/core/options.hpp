@@ -31,6 +31,7 @@ using Engine = uring::EngineKind;
 /// tells what is in force.
 class RuntimeOptions {
 public:
+    /// The submission queue's size (the kernel rounds it up to a power of two; default 256).
     RuntimeOptions& sq_entries(unsigned n) noexcept {
         p_.sq_entries = n;
         return *this;
@@ -53,6 +54,8 @@ public:
         iopoll_ = on;
         return *this;
     }
+    /// IORING_SETUP_SINGLE_ISSUER: only the runtime's thread submits (6.0; dropped where
+    /// refused).
     RuntimeOptions& single_issuer(bool on = true) noexcept {
         single_issuer_ = on;
         return *this;
@@ -69,6 +72,7 @@ public:
             defer_taskrun_ = false;
         return *this;
     }
+    /// IORING_SETUP_SUBMIT_ALL: a batch goes on past an SQE that fails at submission (5.18).
     RuntimeOptions& submit_all(bool on = true) noexcept {
         submit_all_ = on;
         return *this;
@@ -80,6 +84,7 @@ public:
     }
     /// Share the io-wq worker pool of another runtime's ring (IORING_SETUP_ATTACH_WQ).
     RuntimeOptions& attach_wq(const Runtime& other) noexcept;
+    /// attach_wq() by the other ring's descriptor.
     RuntimeOptions& attach_wq_fd(int ring_fd) noexcept {
         p_.attach_wq_fd = ring_fd;
         return *this;
@@ -148,7 +153,10 @@ public:
     /// The io_uring_params of the first setup attempt.
     [[nodiscard]] io_uring_params to_params() const noexcept { return ring_params().to_params(); }
 
+    /// The flush interval (see the setter).
     [[nodiscard]] unsigned flush_interval() const noexcept { return flush_interval_; }
+    /// The handler of exceptions that end detached tasks (null: the default, which prints to
+    /// stderr).
     [[nodiscard]] auto detached_exception_handler() const noexcept { return on_exc_; }
 
 private:

@@ -24,6 +24,7 @@ namespace ringo::fs {
 ///     auto n = co_await file.read_at(buf.span(), 0);         // offset and size: multiples of 4096
 class AlignedBuffer {
 public:
+    /// The alignment when none is given: 4096 bytes, enough for every common device.
     static constexpr std::size_t default_alignment = 4096;
 
     AlignedBuffer() noexcept = default;
@@ -42,8 +43,10 @@ public:
         data_ = static_cast<std::byte*>(p);
         size_ = size;
     }
+    /// Takes `o`'s memory over; `o` is left empty.
     AlignedBuffer(AlignedBuffer&& o) noexcept
         : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), align_(o.align_) {}
+    /// Frees this buffer's memory, then takes `o`'s over.
     AlignedBuffer& operator=(AlignedBuffer&& o) noexcept {
         if (this != &o) {
             std::free(data_);
@@ -57,14 +60,21 @@ public:
     AlignedBuffer& operator=(const AlignedBuffer&) = delete;
     ~AlignedBuffer() { std::free(data_); }
 
+    /// The first byte (nullptr when empty).
     [[nodiscard]] std::byte* data() noexcept { return data_; }
+    /// The first byte (nullptr when empty).
     [[nodiscard]] const std::byte* data() const noexcept { return data_; }
+    /// The size in bytes.
     [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    /// The alignment the memory was allocated with.
     [[nodiscard]] std::size_t alignment() const noexcept { return align_; }
+    /// True when it holds no memory.
     [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
     /// The whole buffer, or its bytes [offset, offset + count) (clamped to the buffer).
     [[nodiscard]] std::span<std::byte> span() noexcept { return {data_, size_}; }
+    /// The whole buffer, read-only.
     [[nodiscard]] std::span<const std::byte> span() const noexcept { return {data_, size_}; }
+    /// The bytes [offset, offset + count), clamped to the buffer.
     [[nodiscard]] std::span<std::byte> span(std::size_t offset, std::size_t count) noexcept {
         offset = offset < size_ ? offset : size_;
         return {data_ + offset, count < size_ - offset ? count : size_ - offset};

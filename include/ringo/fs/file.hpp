@@ -145,7 +145,9 @@ public:
     File() noexcept = default;
     /// Takes ownership of an open descriptor.
     explicit File(Fd fd) noexcept : fd_(std::move(fd)), ref_(fd_.get()) {}
+    /// Takes `o`'s descriptor (and registered slot) over; `o` is left closed.
     File(File&& o) noexcept : fd_(std::move(o.fd_)), ref_(std::exchange(o.ref_, op::FileRef(-1))) {}
+    /// Closes this File's descriptor (as Fd's assignment does), then takes `o`'s over.
     File& operator=(File&& o) noexcept {
         if (this != &o) {
             fd_ = std::move(o.fd_);
@@ -171,6 +173,7 @@ public:
     detail::ReadAt read_at(std::span<std::byte> buf, std::uint64_t offset) noexcept {
         return read_at(buf.data(), buf.size(), offset);
     }
+    /// read_at() into `len` bytes at `buf`.
     detail::ReadAt read_at(void* buf, std::size_t len, std::uint64_t offset) noexcept {
         return detail::ReadAt(ref(), buf, len, offset);
     }
@@ -179,9 +182,11 @@ public:
     detail::WriteAt write_at(std::span<const std::byte> buf, std::uint64_t offset) noexcept {
         return write_at(buf.data(), buf.size(), offset);
     }
+    /// write_at() of the string's bytes.
     detail::WriteAt write_at(std::string_view s, std::uint64_t offset) noexcept {
         return write_at(s.data(), s.size(), offset);
     }
+    /// write_at() of `len` bytes at `buf`.
     detail::WriteAt write_at(const void* buf, std::size_t len, std::uint64_t offset) noexcept {
         return detail::WriteAt(ref(), buf, len, offset);
     }
@@ -205,6 +210,7 @@ public:
             },
             buf.size(), Error::write_zero, ringo::detail::FailNote<detail::what::write>{});
     }
+    /// write_all_at() of the string's bytes.
     auto write_all_at(std::string_view s, std::uint64_t offset) {
         return write_all_at(std::as_bytes(std::span<const char>(s.data(), s.size())), offset);
     }
@@ -304,7 +310,9 @@ public:
         ref_ = op::FileRef(-1);
         return std::move(fd_);
     }
+    /// True while it owns a descriptor.
     [[nodiscard]] bool is_open() const noexcept { return fd_.valid(); }
+    /// is_open().
     explicit operator bool() const noexcept { return fd_.valid(); }
     /// What this File's operations name: its registered slot, or its descriptor.
     [[nodiscard]] op::FileRef ref() const noexcept { return ref_; }

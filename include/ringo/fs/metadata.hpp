@@ -20,9 +20,13 @@ namespace ringo::fs {
 /// a Task kept to be awaited later must not take one.
 class PathRef {
 public:
-    PathRef(const char* p) noexcept : p_(p) {}                          // NOLINT: implicit on purpose
-    PathRef(const std::string& s) noexcept : p_(s.c_str()) {}           // NOLINT
+    /// A C string (implicit on purpose, as for the other two).
+    PathRef(const char* p) noexcept : p_(p) {} // NOLINT: implicit on purpose
+    /// The string's c_str().
+    PathRef(const std::string& s) noexcept : p_(s.c_str()) {} // NOLINT
+    /// The path's c_str().
     PathRef(const std::filesystem::path& p) noexcept : p_(p.c_str()) {} // NOLINT
+    /// The NUL-terminated path.
     [[nodiscard]] const char* c_str() const noexcept { return p_; }
 
 private:
@@ -31,21 +35,29 @@ private:
 
 /// What statx(2) reports about a file (STATX_BASIC_STATS).
 struct Metadata {
-    std::uint64_t size = 0;    ///< bytes
-    std::uint32_t mode = 0;    ///< st_mode: the file type (S_IFMT bits) and the permission bits
-    std::uint32_t blksize = 0; ///< the preferred I/O size of the file system
-    std::uint64_t blocks = 0;  ///< 512-byte blocks allocated
-    std::uint32_t nlink = 0, uid = 0, gid = 0;
-    std::uint64_t ino = 0; ///< the inode number: with `dev`, names the file
-    std::uint64_t dev = 0; ///< the device the file is on (makedev(major, minor))
-    std::chrono::system_clock::time_point mtime{}, atime{}, ctime{};
+    std::uint64_t size = 0;                        ///< bytes
+    std::uint32_t mode = 0;                        ///< st_mode: the file type (S_IFMT bits) and the permission bits
+    std::uint32_t blksize = 0;                     ///< the preferred I/O size of the file system
+    std::uint64_t blocks = 0;                      ///< 512-byte blocks allocated
+    std::uint32_t nlink = 0;                       ///< hard links to the file
+    std::uint32_t uid = 0;                         ///< the owner's user id
+    std::uint32_t gid = 0;                         ///< the owner's group id
+    std::uint64_t ino = 0;                         ///< the inode number: with `dev`, names the file
+    std::uint64_t dev = 0;                         ///< the device the file is on (makedev(major, minor))
+    std::chrono::system_clock::time_point mtime{}; ///< the last modification of the data
+    std::chrono::system_clock::time_point atime{}; ///< the last access
+    std::chrono::system_clock::time_point ctime{}; ///< the last change of the inode (status)
 
+    /// True for a regular file.
     [[nodiscard]] bool is_file() const noexcept { return S_ISREG(mode); }
+    /// True for a directory.
     [[nodiscard]] bool is_dir() const noexcept { return S_ISDIR(mode); }
+    /// True for a symbolic link (seen only when the call did not follow it).
     [[nodiscard]] bool is_symlink() const noexcept { return S_ISLNK(mode); }
     /// The permission bits (mode & 07777).
     [[nodiscard]] std::uint32_t permissions() const noexcept { return mode & 07777u; }
 
+    /// The fields of a statx(2) result.
     [[nodiscard]] static Metadata from_statx(const struct statx& s) noexcept {
         auto tp = [](const struct statx_timestamp& t) {
             return std::chrono::system_clock::time_point(

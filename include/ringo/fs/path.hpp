@@ -122,8 +122,8 @@ inline Task<Result<void>> create_dirs(PathRef path, mode_t mode = 0777) {
 
 /// How copy() moves the bytes: `depth` chunks of `chunk` bytes in flight at once.
 struct CopyOptions {
-    std::size_t chunk = 128 * 1024;
-    unsigned depth = 4;
+    std::size_t chunk = 128 * 1024; ///< bytes per read and write
+    unsigned depth = 4;             ///< chunks in flight at once
 };
 
 namespace detail {

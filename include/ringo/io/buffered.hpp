@@ -115,6 +115,7 @@ public:
             },
             [this, dst, len] { return read_slow(static_cast<std::byte*>(dst), len); });
     }
+    /// read() into `buf`.
     auto read(std::span<std::byte> buf) { return read(buf.data(), buf.size()); }
 
     /// Fills `dst`: from the buffer, then from the stream (reads of at least the capacity go
@@ -130,6 +131,7 @@ public:
             },
             [this, dst, len] { return read_exact_slow(static_cast<std::byte*>(dst), len); });
     }
+    /// read_exact() into `buf`.
     auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 
     /// Appends the bytes up to and including the next `delim` to `out` and yields
@@ -172,7 +174,9 @@ public:
     [[nodiscard]] std::span<const std::byte> buffered() const noexcept { return {buf_.get() + pos_, end_ - pos_}; }
     /// Drops `n` of the buffered bytes (at most all of them), as if read.
     void consume(std::size_t n) noexcept { pos_ += n < end_ - pos_ ? n : end_ - pos_; }
+    /// The buffer's size in bytes (BufReaderOptions::capacity).
     [[nodiscard]] std::size_t capacity() const noexcept { return cap_; }
+    /// The longest line read_line and read_until accept (BufReaderOptions::max_line).
     [[nodiscard]] std::size_t max_line() const noexcept { return max_line_; }
     /// The stream underneath (reading it directly skips what is buffered).
     std::remove_reference_t<Stream>& get() noexcept { return inner_; }
@@ -317,6 +321,8 @@ BufReader(S&&, BufReaderOptions) -> BufReader<S>;
 template <class Stream>
 class BufWriter {
 public:
+    /// A writer over `s` (a reference is borrowed, a value moved in) with a buffer of
+    /// `o.capacity` bytes (at least 1).
     template <class S>
     requires detail::NotSelf<S, BufWriter> && std::is_constructible_v<Stream, S&&>
     explicit BufWriter(S&& s, BufWriterOptions o = {})
@@ -336,6 +342,7 @@ public:
             },
             [this, src, len] { return spill<Result<std::size_t>>(static_cast<const std::byte*>(src), len); });
     }
+    /// write() of the string's bytes (no terminating NUL).
     auto write(std::string_view s) { return write(s.data(), s.size()); }
 
     /// Takes all of `len` bytes: into the buffer when they fit; else the buffer is written
@@ -351,6 +358,7 @@ public:
             },
             [this, src, len] { return spill<Result<void>>(static_cast<const std::byte*>(src), len); });
     }
+    /// write_all() of `buf`'s bytes.
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string must stay valid until the await ends (a temporary inside the co_await
     /// statement does).
@@ -371,6 +379,7 @@ public:
 
     /// How many bytes wait in the buffer.
     [[nodiscard]] std::size_t buffered() const noexcept { return used_; }
+    /// The buffer's size in bytes (BufWriterOptions::capacity).
     [[nodiscard]] std::size_t capacity() const noexcept { return cap_; }
     /// The stream underneath (writing it directly passes what is buffered: flush first).
     std::remove_reference_t<Stream>& get() noexcept { return inner_; }

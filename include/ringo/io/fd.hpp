@@ -40,16 +40,23 @@ inline void close_soon(int fd) noexcept {
 /// close(2) where there is no runtime or the kernel lacks IORING_OP_CLOSE.
 class [[nodiscard]] FdClose {
 public:
+    /// The result is 0 or -errno, as for every operation (with_timeout and the groups read it
+    /// so).
     static constexpr bool errno_result = true; // 0 or -errno
+    /// A close of `fd` (Fd::close makes it; a negative `fd` yields -EBADF).
     explicit FdClose(int fd) noexcept : fd_(fd), op_(fd) {}
+    /// Ready (closed synchronously) when there is nothing to close or no runtime on this
+    /// thread.
     bool await_ready() noexcept {
         sync_ = fd_ < 0 || Runtime::current() == nullptr;
         return sync_;
     }
     template <class P>
+    /// Submits IORING_OP_CLOSE.
     bool await_suspend(std::coroutine_handle<P> h) {
         return op_.await_suspend(h);
     }
+    /// 0 or -errno (EBADF for nothing to close; EIO, EINTR as close(2) reports them).
     int await_resume() noexcept {
         if (sync_)
             return close_now();
@@ -85,7 +92,9 @@ public:
     Fd() noexcept = default;
     /// Takes ownership of `fd`. A negative value (a -errno result, or -1) owns nothing.
     explicit Fd(int fd) noexcept : fd_(fd) {}
+    /// Takes `o`'s descriptor over; `o` owns none.
     Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+    /// Closes the descriptor it owns (as the destructor does), then takes `o`'s over.
     Fd& operator=(Fd&& o) noexcept {
         if (this != &o)
             reset(std::exchange(o.fd_, -1));
@@ -99,7 +108,9 @@ public:
     [[nodiscard]] int get() const noexcept { return fd_; }
     /// True when it owns a descriptor.
     [[nodiscard]] bool valid() const noexcept { return fd_ >= 0; }
+    /// valid().
     explicit operator bool() const noexcept { return fd_ >= 0; }
+    /// The descriptor, to pass to any operation (`co_await op::read(fd, ...)`).
     operator op::FileRef() const noexcept { return op::FileRef(fd_); } // NOLINT: pass it to any operation
 
     /// Gives up ownership: returns the descriptor, which the caller now closes.

@@ -46,7 +46,9 @@ public:
     /// Takes ownership of slot `slot` of `rt`'s registered file table.
     FixedFd(Runtime& rt, unsigned slot) noexcept
         : rt_(&rt), alive_(detail::RuntimeAccess::liveness(rt)), slot_(static_cast<int>(slot)) {}
+    /// Takes `o`'s slot over; `o` owns none.
     FixedFd(FixedFd&& o) noexcept : rt_(o.rt_), alive_(std::move(o.alive_)), slot_(std::exchange(o.slot_, -1)) {}
+    /// Empties the slot it owns (as reset() does), then takes `o`'s over.
     FixedFd& operator=(FixedFd&& o) noexcept {
         if (this != &o) {
             reset();
@@ -80,7 +82,9 @@ public:
 
     /// The slot, or -1 when it owns none.
     [[nodiscard]] int slot() const noexcept { return slot_; }
+    /// True when it owns a slot.
     [[nodiscard]] bool valid() const noexcept { return slot_ >= 0; }
+    /// valid().
     explicit operator bool() const noexcept { return slot_ >= 0; }
     /// What operations take: `op::Fixed{slot}` (an empty FixedFd names descriptor -1: EBADF).
     operator op::FileRef() const noexcept { // NOLINT: pass it to any operation

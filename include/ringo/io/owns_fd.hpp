@@ -44,6 +44,7 @@ public:
 
 protected:
     OwnsFd() noexcept = default;
+    /// Owns `fd` (the derived type's `explicit Derived(Fd)` passes it on).
     explicit OwnsFd(Fd fd) noexcept : fd_(std::move(fd)) {}
 
     Fd fd_; ///< the owned descriptor (empty when closed, taken out or moved from)

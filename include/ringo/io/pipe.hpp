@@ -107,6 +107,7 @@ public:
     detail::PipeRead read(void* buf, std::size_t len) noexcept {
         return detail::PipeRead(op::FileRef(fd_), buf, len, op::current_pos);
     }
+    /// read() into `buf`.
     detail::PipeRead read(std::span<std::byte> buf) noexcept { return read(buf.data(), buf.size()); }
 
     /// Fills `buf`, reading again after short reads. The end of the stream first is
@@ -117,6 +118,7 @@ public:
             [this, p, len](std::size_t done) { return op::read(fd_, p + done, len - done, op::current_pos); }, len,
             IoError::unexpected_eof, detail::FailNote<detail::what::read>{});
     }
+    /// read_exact() into `buf`.
     auto read_exact(std::span<std::byte> buf) { return read_exact(buf.data(), buf.size()); }
 };
 
@@ -142,7 +144,9 @@ public:
     detail::PipeWrite write(const void* buf, std::size_t len) noexcept {
         return detail::PipeWrite(op::FileRef(fd_), buf, len, detail::pipe_write_flags());
     }
+    /// write() of `buf`'s bytes.
     detail::PipeWrite write(std::span<const std::byte> buf) noexcept { return write(buf.data(), buf.size()); }
+    /// write() of the string's bytes (no terminating NUL).
     detail::PipeWrite write(std::string_view s) noexcept { return write(s.data(), s.size()); }
 
     /// Writes all of `buf`, writing again after short writes. A write that moves nothing is
@@ -155,6 +159,7 @@ public:
             [this, p, len, rwf](std::size_t done) { return detail::WriteFlags(fd_, p + done, len - done, rwf); }, len,
             IoError::write_zero, detail::FailNote<detail::what::write>{});
     }
+    /// write_all() of `buf`'s bytes.
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
     /// The string's bytes must stay valid until the await ends (a temporary inside the
     /// co_await statement does; one kept in an awaitable for later does not).
@@ -163,8 +168,8 @@ public:
 
 /// Both ends of a new pipe: `auto [reader, writer] = std::move(*p);`
 struct PipeEnds {
-    PipeReader reader;
-    PipeWriter writer;
+    PipeReader reader; ///< the read end
+    PipeWriter writer; ///< the write end
 };
 
 namespace detail {

@@ -121,8 +121,8 @@ inline std::string describe_error(const std::error_code& e, const ErrorNote& not
 /// function returning another Result keeps "open /etc/missing"; `co_return f.error();`
 /// keeps only the error code).
 struct Failure {
-    std::error_code code;
-    detail::ErrorNote note;
+    std::error_code code;   ///< the error
+    detail::ErrorNote note; ///< what failed ("open /etc/missing"), or empty
 };
 
 template <class T>
@@ -157,7 +157,9 @@ class [[nodiscard]] Result {
                   "ringo::Result<T>: T must be an object type other than std::error_code");
 
 public:
+    /// The value's type.
     using value_type = T;
+    /// The error's type.
     using error_type = std::error_code;
 
     /// A value (implicit, so `co_return value;` works in a function returning Result<T>).
@@ -182,18 +184,21 @@ public:
     /// An error passed on from another Result (its failure()), its note kept.
     Result(Failure f) noexcept : Result(f.code, std::move(f.note)) {} // NOLINT
 
+    /// A copy (for a copyable T).
     Result(const Result& o) requires std::is_copy_constructible_v<T> : ok_(o.ok_) {
         if (ok_)
             ::new (static_cast<void*>(&v_)) T(o.v_);
         else
             ::new (static_cast<void*>(&err_)) Error(o.err_);
     }
+    /// Moves the value or the error out of `o`.
     Result(Result&& o) noexcept(std::is_nothrow_move_constructible_v<T>) : ok_(o.ok_) {
         if (ok_)
             ::new (static_cast<void*>(&v_)) T(std::move(o.v_));
         else
             ::new (static_cast<void*>(&err_)) Error(std::move(o.err_));
     }
+    /// Assigns a copy or a move of another Result.
     Result& operator=(Result o) noexcept(std::is_nothrow_move_constructible_v<T>) {
         if (this != &o) {
             destroy();
@@ -207,8 +212,11 @@ public:
     }
     ~Result() { destroy(); }
 
+    /// True when it holds a value.
     [[nodiscard]] bool has_value() const noexcept { return ok_; }
+    /// has_value().
     [[nodiscard]] bool ok() const noexcept { return ok_; }
+    /// has_value(): `if (r)`, `if (!r) co_return r.failure();`.
     explicit operator bool() const noexcept { return ok_; }
     /// The error; an empty error_code when there is a value.
     [[nodiscard]] std::error_code error() const noexcept { return ok_ ? std::error_code{} : err_.code; }
@@ -232,10 +240,12 @@ public:
         check();
         return v_;
     }
+    /// The value of a const Result; throws std::system_error when there is none.
     const T& value() const& {
         check();
         return v_;
     }
+    /// The value moved out of a temporary Result; throws std::system_error when there is none.
     T&& value() && {
         check();
         return std::move(v_);
@@ -246,40 +256,49 @@ public:
         return ok_ ? v_ : static_cast<T>(std::forward<U>(fallback));
     }
     template <class U>
+    /// value_or() of a temporary Result: the value moved out, or `fallback`.
     T value_or(U&& fallback) && {
         return ok_ ? std::move(v_) : static_cast<T>(std::forward<U>(fallback));
     }
     /// The value, unchecked (test first).
     T& operator*() & noexcept { return v_; }
+    /// The value of a const Result, unchecked.
     const T& operator*() const& noexcept { return v_; }
+    /// The value moved out of a temporary Result, unchecked.
     T&& operator*() && noexcept { return std::move(v_); }
+    /// The value's members, unchecked (test first).
     T* operator->() noexcept { return &v_; }
+    /// The value's members of a const Result, unchecked.
     const T* operator->() const noexcept { return &v_; }
 
-    /// f(value), a Result<U>, when there is a value; else this error as a Result<U>.
+    /// f(value), a `Result<U>`, when there is a value; else this error as a `Result<U>`.
     template <class F>
     auto and_then(F&& f) & {
         return and_then_impl(*this, std::forward<F>(f));
     }
     template <class F>
+    /// and_then() on a const Result.
     auto and_then(F&& f) const& {
         return and_then_impl(*this, std::forward<F>(f));
     }
     template <class F>
+    /// and_then() on a temporary Result: the value is moved into `f`.
     auto and_then(F&& f) && {
         return and_then_impl(std::move(*this), std::forward<F>(f));
     }
-    /// Result<U> of f(value) when there is a value (Result<void> for a void f); else this
+    /// `Result<U>` of f(value) when there is a value (Result<void> for a void f); else this
     /// error.
     template <class F>
     auto transform(F&& f) & {
         return transform_impl(*this, std::forward<F>(f));
     }
     template <class F>
+    /// transform() on a const Result.
     auto transform(F&& f) const& {
         return transform_impl(*this, std::forward<F>(f));
     }
     template <class F>
+    /// transform() on a temporary Result: the value is moved into `f`.
     auto transform(F&& f) && {
         return transform_impl(std::move(*this), std::forward<F>(f));
     }
@@ -291,6 +310,7 @@ public:
         return std::forward<F>(f)(err_.code);
     }
     template <class F>
+    /// or_else() on a temporary Result: the value is moved out.
     Result or_else(F&& f) && {
         if (ok_)
             return std::move(*this);
@@ -345,7 +365,9 @@ private:
 template <>
 class [[nodiscard]] Result<void> {
 public:
+    /// No value: success only.
     using value_type = void;
+    /// The error's type.
     using error_type = std::error_code;
     /// Success.
     Result() noexcept = default;
@@ -360,10 +382,15 @@ public:
         return r < 0 ? Result(errno_code(r), std::move(note)) : Result();
     }
 
+    /// True on success.
     [[nodiscard]] bool has_value() const noexcept { return !e_; }
+    /// has_value().
     [[nodiscard]] bool ok() const noexcept { return !e_; }
+    /// has_value(): `if (r)`, `if (!r) co_return r.failure();`.
     explicit operator bool() const noexcept { return ok(); }
+    /// The error code (a zero one on success).
     [[nodiscard]] std::error_code error() const noexcept { return e_; }
+    /// The error's message, or "ok".
     [[nodiscard]] std::string message() const { return ok() ? std::string("ok") : e_.message(); }
     /// What failed, or "" (see Result<T>).
     [[nodiscard]] const char* context() const noexcept {
@@ -379,9 +406,10 @@ public:
         if (e_)
             detail::throw_result_error(e_, note_);
     }
+    /// Nothing: the counterpart of Result<T>'s `*r`, so generic code may write `*r`.
     void operator*() const noexcept {}
 
-    /// f(), a Result<U>, on success; else this error as a Result<U>.
+    /// f(), a `Result<U>`, on success; else this error as a `Result<U>`.
     template <class F>
     auto and_then(F&& f) const {
         using R = std::remove_cvref_t<std::invoke_result_t<F>>;
@@ -390,7 +418,7 @@ public:
             return std::invoke(std::forward<F>(f));
         return R(e_, note_);
     }
-    /// Result<U> of f() on success (Result<void> for a void f); else this error.
+    /// `Result<U>` of f() on success (Result<void> for a void f); else this error.
     template <class F>
     auto transform(F&& f) const {
         using U = std::remove_cv_t<std::invoke_result_t<F>>;

@@ -253,7 +253,9 @@ public:
         }
         s_->fd.reset(fd);
     }
+    /// Takes `o`'s signals over; `o` is left empty.
     SignalSet(SignalSet&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+    /// Closes this set (as close() does), then takes `o`'s over.
     SignalSet& operator=(SignalSet&& o) noexcept {
         if (this != &o) {
             close();

@@ -61,9 +61,9 @@ public:
     [[nodiscard]] static SocketAddr v4_loopback(std::uint16_t port) noexcept { return v4(INADDR_LOOPBACK, port); }
     /// IPv6 address `addr` (network byte order, as in in6_addr), `port` and scope id.
     [[nodiscard]] static SocketAddr v6(const in6_addr& addr, std::uint16_t port, std::uint32_t scope_id = 0) noexcept;
-    /// [::]:port (every IPv6 interface, and IPv4 too unless IPV6_V6ONLY is set).
+    /// The address `[::]:port` (every IPv6 interface, and IPv4 too unless IPV6_V6ONLY is set).
     [[nodiscard]] static SocketAddr v6_any(std::uint16_t port) noexcept { return v6(in6addr_any, port); }
-    /// [::1]:port.
+    /// The address `[::1]:port`.
     [[nodiscard]] static SocketAddr v6_loopback(std::uint16_t port) noexcept { return v6(in6addr_loopback, port); }
 
     /// A Unix-domain socket address for a file-system path (at most 107 bytes, no NUL byte,
@@ -110,8 +110,11 @@ public:
 
     /// AF_INET, AF_INET6, AF_UNIX, or AF_UNSPEC when empty.
     [[nodiscard]] int family() const noexcept { return len_ ? ss_.ss_family : AF_UNSPEC; }
+    /// True for an IPv4 address.
     [[nodiscard]] bool is_v4() const noexcept { return family() == AF_INET; }
+    /// True for an IPv6 address.
     [[nodiscard]] bool is_v6() const noexcept { return family() == AF_INET6; }
+    /// True for a Unix-domain address.
     [[nodiscard]] bool is_unix() const noexcept { return family() == AF_UNIX; }
     /// The port (host byte order) of an IP address; 0 for any other family.
     [[nodiscard]] std::uint16_t port() const noexcept;
@@ -132,6 +135,7 @@ public:
     /// scope id for IPv6; the path or abstract name for Unix-domain (bytes past the path's
     /// NUL and the IPv4 padding do not count).
     friend bool operator==(const SocketAddr& a, const SocketAddr& b) noexcept;
+    /// Not operator==.
     friend bool operator!=(const SocketAddr& a, const SocketAddr& b) noexcept { return !(a == b); }
     /// A hash of what operator== compares.
     [[nodiscard]] std::size_t hash() const noexcept;
@@ -153,7 +157,9 @@ std::ostream& operator<<(std::ostream& os, const SocketAddr& a);
 
 } // namespace ringo::net
 
+/// SocketAddr as a key of unordered containers: SocketAddr::hash().
 template <>
 struct std::hash<ringo::net::SocketAddr> {
+    /// a.hash().
     std::size_t operator()(const ringo::net::SocketAddr& a) const noexcept { return a.hash(); }
 };

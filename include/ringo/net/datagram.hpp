@@ -217,6 +217,7 @@ public:
 
 protected:
     DatagramSocket() noexcept = default;
+    /// Owns socket `fd` (UdpSocket's and UnixDatagram's constructors pass it on).
     explicit DatagramSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 

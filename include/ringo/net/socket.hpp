@@ -47,6 +47,7 @@ public:
 
 protected:
     SocketBase() noexcept = default;
+    /// Owns socket `fd`.
     explicit SocketBase(Fd fd) noexcept : OwnsFd<Derived>(std::move(fd)) {}
 };
 

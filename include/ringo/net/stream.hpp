@@ -49,7 +49,8 @@ template <class Derived>
 class StreamSocket : public SocketBase<Derived>, public ReadsToEnd<Derived> {
 public:
     /// Receives up to `len` bytes: the count, 0 when the peer has shut down its side (end of
-    /// stream), or the error (ECONNRESET when the peer reset the connection). One IORING_OP_RECV.
+    /// stream), or the error (ECONNRESET when the peer reset the connection). One
+    /// IORING_OP_RECV.
     detail::RecvAwait read(void* buf, std::size_t len) noexcept {
         return detail::RecvAwait(op::FileRef(this->fd_), buf, len, 0);
     }
@@ -111,9 +112,10 @@ public:
     }
     /// write_all() of `buf`'s bytes.
     auto write_all(std::span<const std::byte> buf) { return write_all(buf.data(), buf.size()); }
-    /// write_all() of the string's bytes (no terminating NUL). The bytes must stay valid until the await ends: a
-    /// temporary std::string is fine in `co_await s.write_all(std::string(...))` (it lives to the end of that
-    /// statement), not in an awaitable kept to be awaited later.
+    /// write_all() of the string's bytes (no terminating NUL). The bytes must stay valid until
+    /// the await ends: a temporary std::string is fine in `co_await
+    /// s.write_all(std::string(...))` (it lives to the end of that statement), not in an
+    /// awaitable kept to be awaited later.
     auto write_all(std::string_view s) { return write_all(s.data(), s.size()); }
 
     /// shutdown(2) as IORING_OP_SHUTDOWN: SHUT_WR sends the end of stream (the peer's read
@@ -125,6 +127,7 @@ public:
 
 protected:
     StreamSocket() noexcept = default;
+    /// Owns connected socket `fd` (TcpStream's and UnixStream's constructors pass it on).
     explicit StreamSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 
@@ -147,6 +150,7 @@ public:
 
 protected:
     ListenerSocket() noexcept = default;
+    /// Owns listening socket `fd` (TcpListener's and UnixListener's constructors pass it on).
     explicit ListenerSocket(Fd fd) noexcept : SocketBase<Derived>(std::move(fd)) {}
 };
 

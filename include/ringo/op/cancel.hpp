@@ -20,7 +20,8 @@ namespace ringo::op {
 struct [[nodiscard]] AsyncCancel : Op<AsyncCancel> {
     /// The opcode submitted: IORING_OP_ASYNC_CANCEL.
     static constexpr std::uint8_t opcode = uring::compat::opcode::async_cancel;
-    /// A release operation: it runs in a cancelled task too, and cancelling the task does not interrupt it.
+    /// A release operation: it runs in a cancelled task too, and cancelling the task does not
+    /// interrupt it.
     static constexpr bool releases = true;
     /// Keeps the arguments for prepare(); op::async_cancel() makes one.
     AsyncCancel(std::uint64_t target, int fd, unsigned flags) noexcept : target_(target), fd_(fd), flags_(flags) {}

@@ -83,7 +83,8 @@ struct [[nodiscard]] CmdSock : Op<CmdSock> {
         uring::compat::sqe_field::sock_optval(s, reinterpret_cast<std::uint64_t>(optval_),
                                               static_cast<std::uint32_t>(optlen_));
     }
-    /// Whether result `res` (or the probe's -EOPNOTSUPP) means the kernel cannot: then fallback() runs.
+    /// Whether result `res` (or the probe's -EOPNOTSUPP) means the kernel cannot: then
+    /// fallback() runs.
     bool fallback_on(int res) const noexcept {
         return res == -EOPNOTSUPP &&
                (cmd_op_ == uring::compat::socket_cmd::getsockopt || cmd_op_ == uring::compat::socket_cmd::setsockopt);

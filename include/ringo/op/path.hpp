@@ -97,7 +97,8 @@ inline Openat2 openat2_direct(int dfd, const char* path, open_how* how, unsigned
 struct [[nodiscard]] Close : Op<Close> {
     /// The opcode submitted: IORING_OP_CLOSE.
     static constexpr std::uint8_t opcode = uring::compat::opcode::close;
-    /// A release operation: it runs in a cancelled task too, and cancelling the task does not interrupt it.
+    /// A release operation: it runs in a cancelled task too, and cancelling the task does not
+    /// interrupt it.
     static constexpr bool releases = true;
     /// Keeps the arguments for prepare(); op::close() makes one.
     explicit Close(FileRef fd) noexcept : fd_(fd) {}

@@ -63,6 +63,7 @@ class Channel {
     using SendNode = detail::ChanSendNode<T>;
 
 public:
+    /// The type of the values.
     using value_type = T;
 
     /// A channel holding up to `capacity` values (0: rendezvous). Throws std::bad_alloc
@@ -85,14 +86,20 @@ public:
     Channel(const Channel&) = delete;
     Channel& operator=(const Channel&) = delete;
 
+    /// What send() returns: awaited directly, it yields 0, -EPIPE (closed) or -ECANCELED.
     class SendAwaiter : SendNode {
     public:
         template <class U>
+        /// A send of `v` (moved or copied into the awaiter) on `ch`.
         SendAwaiter(Channel* ch, U&& v) noexcept(std::is_nothrow_constructible_v<T, U&&>)
             : SendNode(ch->lock_, std::forward<U>(v)), ch_(ch) {}
+        /// Moves an awaiter that has not been awaited yet.
         SendAwaiter(SendAwaiter&& o) noexcept : SendNode(std::move(o)), ch_(o.ch_) {}
+        /// Never ready: the send is tried in await_suspend.
         bool await_ready() const noexcept { return false; }
         template <class P>
+        /// Sends at once when there is room or a receiver waits; else waits (-ECANCELED at
+        /// once in a cancelled task).
         bool await_suspend(std::coroutine_handle<P> h) {
             detail::CancelCtx* c = detail::ctx_of_or_dummy(h);
             if (c->cancelled) [[unlikely]] {
@@ -110,6 +117,7 @@ public:
             }
             return suspend_slow(h, c);
         }
+        /// The result is 0 or -errno: with_timeout yields -ETIME for it (compose/traits.hpp).
         static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0, -EPIPE (closed) or -ECANCELED.
         int await_resume() noexcept { return this->wait_result(); }
@@ -132,12 +140,18 @@ public:
         Channel* ch_;
     };
 
+    /// What recv() returns: awaited directly, it yields the value or std::nullopt.
     class RecvAwaiter : RecvNode {
     public:
+        /// A receive on `ch`.
         explicit RecvAwaiter(Channel* ch) noexcept : RecvNode(ch->lock_), ch_(ch) {}
+        /// Moves an awaiter that has not been awaited yet.
         RecvAwaiter(RecvAwaiter&& o) noexcept : RecvNode(std::move(o)), ch_(o.ch_) {}
+        /// Never ready: the receive is tried in await_suspend.
         bool await_ready() const noexcept { return false; }
         template <class P>
+        /// Takes a value at once when one is buffered; else waits (std::nullopt at once in a
+        /// cancelled task).
         bool await_suspend(std::coroutine_handle<P> h) {
             detail::CancelCtx* c = detail::ctx_of_or_dummy(h);
             if (c->cancelled) [[unlikely]]
@@ -280,6 +294,7 @@ public:
         return true;
     }
 
+    /// True once close() has been called.
     [[nodiscard]] bool is_closed() const noexcept {
         std::lock_guard lk(lock_);
         return closed_;
@@ -289,6 +304,7 @@ public:
         std::lock_guard lk(lock_);
         return count_;
     }
+    /// The capacity given to the constructor (0: rendezvous).
     [[nodiscard]] std::size_t capacity() const noexcept { return cap_; }
 
 private:

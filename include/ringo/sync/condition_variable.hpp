@@ -38,15 +38,23 @@ public:
     ConditionVariable(const ConditionVariable&) = delete;
     ConditionVariable& operator=(const ConditionVariable&) = delete;
 
+    /// What wait() returns: awaited directly, it yields 0, -ECANCELED or -EPERM (see
+    /// await_resume).
     class WaitAwaiter : detail::CvNode {
     public:
+        /// A wait on `cv` that unlocks `m` while it waits.
         WaitAwaiter(ConditionVariable* cv, Mutex* m) noexcept : CvNode(cv->lock_), cv_(cv) {
             this->m = m;
             cancel_fn = &on_cancel;
         }
+        /// Moves an awaiter that has not been awaited yet.
         WaitAwaiter(WaitAwaiter&& o) noexcept : CvNode(std::move(o)), cv_(o.cv_) { cancel_fn = &on_cancel; }
+        /// Never ready: the wait starts in await_suspend.
         bool await_ready() const noexcept { return false; }
         template <class P>
+        /// Queues the task, then unlocks the mutex; refuses at once when the mutex is not
+        /// locked (-EPERM) or the task is cancelled (-ECANCELED, the mutex still locked).
+        /// Throws std::logic_error outside a runtime.
         bool await_suspend(std::coroutine_handle<P> h) {
             ctx = detail::ctx_of_or_dummy(h);
             if (!m->is_locked()) [[unlikely]] {
@@ -68,6 +76,7 @@ public:
             registered();
             return true;
         }
+        /// The result is 0 or -errno: with_timeout yields -ETIME for it (compose/traits.hpp).
         static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 (notified) or -ECANCELED; the mutex is locked either way. -EPERM: it was not
         /// locked, nothing waited.

@@ -25,15 +25,18 @@ namespace ringo {
 /// the word with its atomic operations, then waking. See docs/sync.md.
 class Futex {
 public:
+    /// A futex word holding `initial`.
     explicit Futex(std::uint32_t initial = 0) noexcept : word_(initial) {}
     Futex(const Futex&) = delete;
     Futex& operator=(const Futex&) = delete;
 
     /// The word itself, for atomic updates.
     std::atomic<std::uint32_t>& word() noexcept { return word_; }
+    /// The word's value (an atomic load).
     [[nodiscard]] std::uint32_t load(std::memory_order o = std::memory_order_seq_cst) const noexcept {
         return word_.load(o);
     }
+    /// Sets the word (an atomic store; it wakes nobody: wake() does).
     void store(std::uint32_t v, std::memory_order o = std::memory_order_seq_cst) noexcept { word_.store(v, o); }
 
     /// `co_await f.wait(expected)`: sleeps while the word equals `expected`: 0 when woken

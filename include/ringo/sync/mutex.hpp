@@ -33,8 +33,11 @@ public:
     class [[nodiscard]] Guard {
     public:
         Guard() noexcept = default;
+        /// A guard holding `m`'s lock (the caller has locked it).
         explicit Guard(Mutex* m) noexcept : m_(m) {}
+        /// Takes `o`'s lock over; `o` is left empty.
         Guard(Guard&& o) noexcept : m_(std::exchange(o.m_, nullptr)) {}
+        /// Releases the lock this guard holds, then takes `o`'s over.
         Guard& operator=(Guard&& o) noexcept {
             if (this != &o) {
                 unlock();
@@ -43,7 +46,9 @@ public:
             return *this;
         }
         ~Guard() { unlock(); }
+        /// owns_lock().
         explicit operator bool() const noexcept { return m_ != nullptr; }
+        /// True while the guard holds the lock.
         [[nodiscard]] bool owns_lock() const noexcept { return m_ != nullptr; }
         /// Releases the lock early (no effect on an empty guard).
         void unlock() noexcept {
@@ -55,18 +60,25 @@ public:
         Mutex* m_ = nullptr;
     };
 
+    /// What lock() returns: awaited directly, it yields 0, -ECANCELED or -EPIPE.
     class LockAwaiter : detail::WaitNode {
     public:
+        /// A lock of `m`.
         explicit LockAwaiter(Mutex* m) noexcept : WaitNode(m->lock_), m_(m) { cancel_fn = &cancel_unlinking; }
+        /// Moves an awaiter that has not been awaited yet.
         LockAwaiter(LockAwaiter&& o) noexcept : WaitNode(std::move(o)), m_(o.m_) { cancel_fn = &cancel_unlinking; }
+        /// Never ready: the lock is tried under the mutex's own lock in await_suspend.
         bool await_ready() const noexcept { return false; }
         template <class P>
+        /// Takes the lock at once when it is free (or, -ECANCELED, in a cancelled task); else
+        /// waits. Throws std::logic_error outside a runtime.
         bool await_suspend(std::coroutine_handle<P> h) {
             Mutex* m = m_;
             return try_or_suspend(detail::ctx_of_or_dummy(h), m->waiters_, h,
                                   "ringo: Mutex::lock would wait outside a runtime; use lock_blocking",
                                   [m]() noexcept { return !std::exchange(m->locked_, true); });
         }
+        /// The result is 0 or -errno: with_timeout yields -ETIME for it (compose/traits.hpp).
         static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 (locked), -ECANCELED (not locked), -EPIPE (the mutex was destroyed).
         int await_resume() noexcept { return wait_result(); }
@@ -75,14 +87,18 @@ public:
         Mutex* m_;
     };
 
+    /// What scoped_lock() returns: awaited directly, it yields a Guard (empty when not locked).
     struct ScopedLockAwaiter {
-        LockAwaiter inner;
-        Mutex* m;
+        LockAwaiter inner; ///< the lock itself
+        Mutex* m;          ///< the mutex, for the Guard
+        /// Never ready (see LockAwaiter).
         bool await_ready() const noexcept { return false; }
         template <class P>
+        /// As LockAwaiter::await_suspend.
         bool await_suspend(std::coroutine_handle<P> h) {
             return inner.await_suspend(h);
         }
+        /// A Guard holding the lock, or an empty one (cancelled, or the mutex was destroyed).
         Guard await_resume() noexcept { return inner.await_resume() == 0 ? Guard(m) : Guard(); }
     };
 

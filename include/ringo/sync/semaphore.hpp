@@ -39,15 +39,22 @@ public:
     Semaphore(const Semaphore&) = delete;
     Semaphore& operator=(const Semaphore&) = delete;
 
+    /// What acquire() returns: awaited directly, it yields 0, -ECANCELED, -EINVAL or -EPIPE.
     class AcquireAwaiter : detail::SemNode {
     public:
+        /// An acquire of `n` permits of `s`.
         AcquireAwaiter(Semaphore* s, std::size_t n) noexcept : SemNode(s->lock_), s_(s) {
             need = n;
             cancel_fn = &on_cancel;
         }
+        /// Moves an awaiter that has not been awaited yet.
         AcquireAwaiter(AcquireAwaiter&& o) noexcept : SemNode(std::move(o)), s_(o.s_) { cancel_fn = &on_cancel; }
+        /// Never ready: the permits are tried under the semaphore's lock in await_suspend.
         bool await_ready() const noexcept { return false; }
         template <class P>
+        /// Takes the permits at once when they are free and nobody waits before (-ECANCELED at
+        /// once in a cancelled task, -EINVAL for more than max_permits); else waits in order.
+        /// Throws std::logic_error outside a runtime.
         bool await_suspend(std::coroutine_handle<P> h) {
             ctx = detail::ctx_of_or_dummy(h);
             if (need > max_permits) [[unlikely]] {
@@ -65,6 +72,7 @@ public:
                                       return true;
                                   });
         }
+        /// The result is 0 or -errno: with_timeout yields -ETIME for it (compose/traits.hpp).
         static constexpr bool errno_result = true; // with_timeout: -ETIME (compose/traits.hpp)
         /// 0 (the permits are taken), -ECANCELED (none taken), -EINVAL (n > max_permits),
         /// -EPIPE (the semaphore was destroyed).

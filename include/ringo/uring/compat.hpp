@@ -167,8 +167,9 @@ inline constexpr std::uint32_t cqe_f_buf_more = 1u << 4; // 6.12: an incremental
 /// io_uring_buf_reg::flags (named `pad` in liburing 2.3): IOU_PBUF_RING_MMAP (6.4) and
 /// IOU_PBUF_RING_INC (6.12: the kernel consumes a buffer in parts).
 namespace pbuf_ring {
-inline constexpr std::uint16_t mmap = 1u << 0;
-inline constexpr std::uint16_t inc = 1u << 1;
+inline constexpr std::uint16_t mmap =
+    1u << 0; ///< IOU_PBUF_RING_MMAP: the kernel allocates the ring, mapped by the caller
+inline constexpr std::uint16_t inc = 1u << 1; ///< IOU_PBUF_RING_INC: incremental consumption
 } // namespace pbuf_ring
 
 // SQE flags (IOSQE_*).

@@ -65,6 +65,7 @@ public:
     /// which in the CQE (IORING_CQE_F_BUFFER). -EEXIST for a group already registered,
     /// -EINVAL for flags it lacks (incremental rings: the caller then registers a plain one).
     int register_buf_ring(const io_uring_buf_reg& reg) noexcept;
+    /// Unregisters buffer group `bgid`: 0, or -EINVAL when none is registered.
     int unregister_buf_ring(std::uint16_t bgid) noexcept;
 
     /// The opcodes this engine runs (for the Ring's probe).

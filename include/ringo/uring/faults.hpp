@@ -27,11 +27,12 @@ namespace ringo::uring {
 ///   without running, as when its buffer group is empty (on io_uring by a NOP that injects
 ///   the result, IORING_NOP_INJECT_RESULT, Linux 6.10; the Ring checks that the kernel has it).
 struct FaultPlan {
-    unsigned enter_errors = 0;
-    unsigned short_io = 0;
-    unsigned no_buffers = 0;
-    std::uint64_t seed = 1;
+    unsigned enter_errors = 0; ///< 1 in N calls into the engine fail (0: never)
+    unsigned short_io = 0;     ///< 1 in N eligible transfers ask for less (0: never)
+    unsigned no_buffers = 0;   ///< 1 in N buffer selections fail with -ENOBUFS (0: never)
+    std::uint64_t seed = 1;    ///< the generator's seed (the same seed, the same faults)
 
+    /// True when any fault is planned.
     [[nodiscard]] bool any() const noexcept { return enter_errors || short_io || no_buffers; }
     /// Parses "enter=N,short=N,nobufs=N,seed=S" (any subset, in any order), the form of the
     /// RINGO_FAULTS environment variable. Throws std::invalid_argument on anything else.
@@ -40,9 +41,9 @@ struct FaultPlan {
 
 /// How many faults a Ring injected, by kind.
 struct FaultCounts {
-    std::uint64_t enter_errors = 0;
-    std::uint64_t short_io = 0;
-    std::uint64_t no_buffers = 0;
+    std::uint64_t enter_errors = 0; ///< io_uring_enter calls failed on purpose
+    std::uint64_t short_io = 0;     ///< transfers shortened
+    std::uint64_t no_buffers = 0;   ///< buffer selections refused with -ENOBUFS
 };
 
 /// True in builds that honour a FaultPlan (the CMake option RINGO_FAULT_INJECTION, on in

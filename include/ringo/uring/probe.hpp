@@ -23,6 +23,7 @@ public:
     [[nodiscard]] unsigned kernel_last_op() const noexcept { return last_op_; }
     /// IORING_FEAT_* bits the kernel reported at setup.
     [[nodiscard]] std::uint32_t features() const noexcept { return features_; }
+    /// True if the kernel reported every IORING_FEAT_* bit of `feat`.
     [[nodiscard]] bool has_feature(std::uint32_t feat) const noexcept { return (features_ & feat) == feat; }
 
     /// Marks an opcode as (un)supported. Meant for tests that force the "unsupported" path
@@ -31,6 +32,8 @@ public:
     /// in a group (when_all, when_any, link) or queued raw.
     void set_supported(std::uint8_t opcode, bool on) noexcept { ops_[opcode] = on; }
 
+    /// Marks every opcode unsupported and records `last_op` (one past the highest the kernel
+    /// knows) and the IORING_FEAT_* `features`; set_supported then fills the opcodes in.
     void reset(unsigned last_op, std::uint32_t features) noexcept {
         ops_.reset();
         last_op_ = last_op;

@@ -35,13 +35,16 @@ enum class EngineKind : unsigned char { automatic, io_uring, epoll };
 
 /// What to ask io_uring_setup() for. Built by ringo::RuntimeOptions.
 struct RingParams {
+    /// io_uring, epoll, or automatic: io_uring when a ring can be set up (RINGO_ENGINE
+    /// overrides automatic).
     EngineKind engine = EngineKind::automatic;
-    unsigned sq_entries = 256;
+    unsigned sq_entries = 256;      ///< SQ entries (the kernel rounds up to a power of two)
     unsigned cq_entries = 0;        ///< 0: the kernel default (2 x sq_entries)
     std::uint32_t flags = 0;        ///< IORING_SETUP_* requested first
     unsigned sq_thread_idle_ms = 0; ///< SQPOLL only
     int sq_thread_cpu = -1;         ///< SQPOLL only; -1: any
     int attach_wq_fd = -1;          ///< IORING_SETUP_ATTACH_WQ target, -1: none
+    /// Register the ring's own fd (IORING_REGISTER_RING_FDS) so enters skip the fd lookup.
     bool register_ring_fd = true;
     /// Fault injection for tests: any setup attempt whose flags intersect this mask is
     /// treated as if the kernel had answered EINVAL, so the degradation path can be tested.
@@ -173,7 +176,9 @@ public:
     /// The CQ's head and tail indexes (the CQEs in between wait to be reaped), and the CQE at
     /// an index.
     [[nodiscard]] unsigned cq_head() const noexcept { return *ring_.cq.khead; }
+    /// The CQ's tail index (acquire load: CQEs before it are visible).
     [[nodiscard]] unsigned cq_tail() const noexcept { return __atomic_load_n(ring_.cq.ktail, __ATOMIC_ACQUIRE); }
+    /// The CQE at `index` (taken modulo the CQ's size).
     [[nodiscard]] const io_uring_cqe* cqe_at(unsigned index) const noexcept {
         return &ring_.cq.cqes[(index & ring_.cq.ring_mask) << cqe_shift_];
     }
@@ -187,12 +192,17 @@ public:
     /// Why io_uring is not in use on the epoll engine: the errno io_uring_setup failed with
     /// (0 when epoll was asked for), and a sentence naming it.
     [[nodiscard]] int io_uring_refusal() const noexcept { return refusal_errno_; }
+    /// The sentence of io_uring_refusal(); empty on io_uring.
     [[nodiscard]] const std::string& io_uring_refusal_reason() const noexcept { return refusal_; }
     /// The IORING_SETUP_* flags in force after degradation.
     [[nodiscard]] std::uint32_t setup_flags() const noexcept { return flags_; }
+    /// The IORING_FEAT_* bits the kernel reported at setup.
     [[nodiscard]] std::uint32_t features() const noexcept { return probe_.features(); }
+    /// True when the ring's fd is registered (enters use the registered index).
     [[nodiscard]] bool ring_fd_registered() const noexcept { return registered_; }
+    /// The SQ's size, as set up.
     [[nodiscard]] unsigned sq_entries() const noexcept { return ring_.sq.ring_entries; }
+    /// The CQ's size, as set up.
     [[nodiscard]] unsigned cq_entries() const noexcept { return ring_.cq.ring_entries; }
     /// Number of io_uring_enter system calls made so far.
     [[nodiscard]] std::uint64_t enters() const noexcept { return enters_; }
@@ -209,8 +219,11 @@ public:
     /// Unregisters buffer group `bgid`: 0 or -errno.
     int unregister_buf_ring(std::uint16_t bgid) noexcept;
 
+    /// The opcode probe (set_supported hides an operation from every runtime on this ring).
     Probe& probe() noexcept { return probe_; }
+    /// The opcode probe.
     const Probe& probe() const noexcept { return probe_; }
+    /// liburing's io_uring (the queues); on the epoll engine, the engine's own queues.
     io_uring& raw() noexcept { return ring_; }
 
 private:
