@@ -51,8 +51,9 @@ public:
         /// Ready when an item is queued, the stream has ended, or it is empty.
         bool await_ready() const noexcept { return !n_ || n_->has_items() || n_->ended; }
         /// Waits for an item (arming the operation when the stream needs it); refuses at once
-        /// (no wait) outside the stream's runtime, with another reader waiting, or in a
-        /// cancelled task.
+        /// outside the stream's runtime (ENXIO) or with another reader waiting (EBUSY). In a
+        /// cancelled task it yields ECANCELED at once, or, for a stream that a cancelled
+        /// reader ends, cancels the operation and waits for its end.
         template <class P>
         bool await_suspend(std::coroutine_handle<P> h) noexcept {
             if (ringo::detail::t_current != n_->rt) [[unlikely]] {
