@@ -99,10 +99,15 @@ void wake_join_waiter(JoinWaiter& w);
 template <class T>
 class [[nodiscard]] JoinHandle {
 public:
+    /// The handle of the spawned task's frame.
     using handle_type = std::coroutine_handle<detail::Promise<T>>;
+    /// An empty handle (valid() is false).
     JoinHandle() noexcept = default;
+    /// The handle of the spawned task `h` (what spawn returns).
     explicit JoinHandle(handle_type h) noexcept : h_(h) {}
+    /// Takes the task of `o`, which is left empty.
     JoinHandle(JoinHandle&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+    /// Detaches this handle's task, if any, and takes the task of `o`, which is left empty.
     JoinHandle& operator=(JoinHandle&& o) noexcept {
         if (this != &o) {
             detach();
@@ -112,6 +117,7 @@ public:
     }
     ~JoinHandle() { detach(); }
 
+    /// True while the handle holds a task (not default-made, moved from, joined or detached).
     [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
     /// True once the task has finished (its value is ready).
     [[nodiscard]] bool is_finished() const noexcept {
@@ -167,11 +173,15 @@ public:
             detail::RuntimeAccess::request_cancel(*owner, p);
     }
 
+    /// What `co_await handle` uses: waits, from any runtime or none, until the task ends;
+    /// cancelling the awaiting task cancels the awaited one too (and still waits for its end).
     struct Awaiter : detail::Waitable {
-        JoinHandle* jh;
-        detail::JoinWaiter w;
-        detail::CancelCtx* ctx = nullptr;
+        JoinHandle* jh;                   ///< the handle awaited
+        detail::JoinWaiter w;             ///< this waiter, as the task's end finds it
+        detail::CancelCtx* ctx = nullptr; ///< the awaiting strand's context, while waiting
+        /// Awaits the task of `j`.
         explicit Awaiter(JoinHandle* j) noexcept : jh(j) { cancel_fn = &cancel_child; }
+        /// The awaiting task's cancellation reaching this wait.
         static void cancel_child(detail::Waitable* self) noexcept {
             // The awaiting task is being cancelled: cancel the task it waits for, and keep
             // waiting until that task has finished.
@@ -180,12 +190,15 @@ public:
             } catch (...) {
             }
         }
+        /// True (no suspension) when the task has ended already, or the handle is empty.
         bool await_ready() const noexcept {
             if (!jh->h_)
                 return true;
             std::uintptr_t s = jh->h_.promise().join_.load(std::memory_order_acquire);
             return s == detail::join_completed || s == detail::join_abandoned;
         }
+        /// Registers the awaiting coroutine as the task's joiner; false (no suspension) when
+        /// the task ended meanwhile.
         // A frame waiting here is destroyed only by its runtime's shutdown, which withdraws
         // a linked waiter first: no destructor needed.
         template <class P>
@@ -211,6 +224,8 @@ public:
             }
             return true;
         }
+        /// The task's value, or its exception rethrown; std::logic_error for an empty handle
+        /// or a task abandoned by its runtime's end.
         [[gnu::always_inline]] T await_resume() {
             if (ctx)
                 ctx->waiting = nullptr;
@@ -219,7 +234,9 @@ public:
             return jh->take();
         }
     };
+    /// `co_await handle`: the task's value (the handle is empty afterwards).
     Awaiter operator co_await() & noexcept { return Awaiter{this}; }
+    /// `co_await spawn(...)`: the task's value.
     Awaiter operator co_await() && noexcept { return Awaiter{this}; }
 
     /// Blocks the calling thread until the task finishes. Throws std::logic_error when
@@ -330,6 +347,7 @@ struct YieldAwaiter {
     // which saves the resume function's entry and exit (41.7 -> 17.9 instructions a yield,
     // GCC 12). Clang 14 already makes the hand-off cheap, and a yield that may not suspend
     // costs it the tail call of the hand-off (a two-task switch 32.6 -> 38.6 instructions).
+    /// True (no suspension) when the coroutine is alone in the queue inside a turn (GCC).
     bool await_ready() const noexcept {
 #if defined(__clang__)
         return false;
@@ -337,7 +355,9 @@ struct YieldAwaiter {
         return detail::t_ready->try_yield_alone();
 #endif
     }
+    /// Queues `h` behind the ready coroutines and resumes the first of them.
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const { return detail::t_ready->yield(h); }
+    /// Nothing: a yield yields no value.
     void await_resume() const noexcept {}
 };
 [[nodiscard]] inline YieldAwaiter yield() noexcept { return {}; }

@@ -59,8 +59,8 @@ struct RuntimeStats {
     /// Operations whose task, being all the work there was, waited for the CQE itself and went
     /// on without suspending (no resumption); their CQEs count in `cqes`.
     std::uint64_t completed_alone = 0;
-    std::uint64_t tasks_spawned = 0;
-    std::uint64_t detached_exceptions = 0;
+    std::uint64_t tasks_spawned = 0;       ///< tasks spawned here (posted here included)
+    std::uint64_t detached_exceptions = 0; ///< exceptions of detached tasks reported
     /// Times the kernel pushed back: completions held in its CQ overflow list (the CQ was
     /// full; each flush of that list counts), -EBUSY/-EAGAIN from io_uring_enter, or a full SQ
     /// it would not take. None of them loses a completion.
@@ -77,6 +77,8 @@ struct RuntimeStats {
 /// created it). See docs/guide.md for the event loop.
 class Runtime {
 public:
+    /// Sets up the engine `options` asks for (automatic: io_uring, else epoll) on this
+    /// thread. Throws std::system_error when no engine can start (naming each refusal).
     explicit Runtime(const RuntimeOptions& options = RuntimeOptions{});
     /// Cancels the operations still in flight, waits for their final CQEs, then destroys
     /// the frames of detached tasks. Tasks still held by a JoinHandle are marked abandoned:
@@ -116,6 +118,7 @@ public:
     /// The probe itself: set_supported(opcode, false) hides an operation from every path that
     /// submits (tests of fallbacks, a kernel bug to avoid).
     uring::Probe& probe() noexcept { return engine_.ring.probe(); }
+    /// The probe, read only.
     const uring::Probe& probe() const noexcept { return engine_.ring.probe(); }
 
     /// The engine serving this runtime: Engine::io_uring or Engine::epoll (never automatic).
@@ -125,14 +128,20 @@ public:
     /// small memlock limit, ENOSYS without io_uring; 0 when epoll was asked for) and a sentence
     /// saying so. 0 and an empty sentence on io_uring.
     [[nodiscard]] int io_uring_refusal() const noexcept { return engine_.ring.io_uring_refusal(); }
+    /// The sentence of io_uring_refusal() (empty on io_uring).
     [[nodiscard]] const std::string& engine_reason() const noexcept { return engine_.ring.io_uring_refusal_reason(); }
 
     /// IORING_SETUP_* flags in force after any degradation (0 on the epoll engine).
     [[nodiscard]] std::uint32_t setup_flags() const noexcept { return engine_.ring.setup_flags(); }
+    /// IORING_FEAT_* bits the kernel reported at setup (0 on the epoll engine).
     [[nodiscard]] std::uint32_t features() const noexcept { return engine_.ring.features(); }
+    /// True when the ring's descriptor is registered (io_uring_enter takes its index).
     [[nodiscard]] bool ring_fd_registered() const noexcept { return engine_.ring.ring_fd_registered(); }
+    /// The io_uring descriptor (-1 on the epoll engine).
     [[nodiscard]] int ring_fd() const noexcept { return engine_.ring.fd(); }
+    /// The runtime's counters so far (RuntimeStats).
     [[nodiscard]] RuntimeStats stats() const noexcept;
+    /// The options the runtime was made with.
     [[nodiscard]] const RuntimeOptions& options() const noexcept { return opts_; }
     /// True on the thread that created this runtime: the only one that may drive it, submit
     /// to its ring or register resources with it (the ring is SINGLE_ISSUER by default).
@@ -153,6 +162,7 @@ public:
         return sched_.loop_now;
     }
 
+    /// Timers armed in the runtime's timer heap (sleeps and with_timeout deadlines).
     [[nodiscard]] std::size_t timers_pending() const noexcept { return sched_.timers.size(); }
 
     /// Hands the gathered SQEs to the kernel now (owner thread), e.g. before blocking the

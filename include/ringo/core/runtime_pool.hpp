@@ -43,7 +43,9 @@ public:
         return *this;
     }
 
+    /// The options of runtime i: runtime_for's, else runtime's.
     [[nodiscard]] RuntimeOptions options_for(std::size_t i) const { return runtime_for_ ? runtime_for_(i) : runtime_; }
+    /// True when the threads are pinned (pin_threads).
     [[nodiscard]] bool pinned() const noexcept { return pin_; }
 
 private:
@@ -69,6 +71,7 @@ public:
     /// std::invalid_argument for 0 threads; the exception of a runtime that cannot be set
     /// up (std::system_error, ...) after stopping the threads already started.
     explicit RuntimePool(std::size_t threads, const PoolOptions& options = {});
+    /// `threads` threads whose runtimes are all set up from `options`.
     RuntimePool(std::size_t threads, const RuntimeOptions& options)
         : RuntimePool(threads, PoolOptions{}.runtime(options)) {}
     /// shutdown(). Must not run on one of the pool's own threads.
@@ -76,6 +79,7 @@ public:
     RuntimePool(const RuntimePool&) = delete;
     RuntimePool& operator=(const RuntimePool&) = delete;
 
+    /// The number of threads (and runtimes).
     [[nodiscard]] std::size_t size() const noexcept { return slots_.size(); }
     /// Runtime i; throws std::out_of_range for i >= size(), std::logic_error after shutdown.
     Runtime& runtime(std::size_t i) const;
@@ -152,6 +156,7 @@ public:
     /// the pool waits for its tasks: the place to stop accept loops and other tasks that
     /// only end when asked. Returns an id for remove_shutdown_hook.
     std::uint64_t add_shutdown_hook(std::function<void()> fn);
+    /// Unregisters the hook `id` (add_shutdown_hook); an unknown id does nothing.
     void remove_shutdown_hook(std::uint64_t id);
 
 private:

@@ -473,13 +473,20 @@ struct Promise<void> : PromiseBase {
 template <class T>
 class [[nodiscard]] Task {
 public:
+    /// The coroutine's promise (what the compiler needs to make a Task coroutine).
     using promise_type = detail::Promise<T>;
+    /// What awaiting the task yields.
     using value_type = T;
+    /// The handle of the coroutine's frame.
     using handle_type = std::coroutine_handle<promise_type>;
 
+    /// An empty Task (valid() is false): awaiting it throws std::logic_error.
     Task() noexcept = default;
+    /// Takes ownership of the frame `h` (what the promise's get_return_object does).
     explicit Task(handle_type h) noexcept : h_(h) {}
+    /// Takes the frame of `o`, which is left empty.
     Task(Task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+    /// Frees this Task's frame, if any, and takes the frame of `o`, which is left empty.
     Task& operator=(Task&& o) noexcept {
         if (this != &o) {
             if (h_)
@@ -495,15 +502,23 @@ public:
             h_.destroy();
     }
 
+    /// True when the Task holds a frame (not default-made, moved from, released or spawned).
     [[nodiscard]] bool valid() const noexcept { return static_cast<bool>(h_); }
+    /// True when the Task holds a frame that has run to its end.
     [[nodiscard]] bool done() const noexcept { return h_ && h_.done(); }
     /// Gives up ownership of the frame.
     handle_type release() noexcept { return std::exchange(h_, {}); }
+    /// The frame's handle, ownership kept (null for an empty Task).
     handle_type handle() const noexcept { return h_; }
 
+    /// What `co_await task` uses: starts the task by symmetric transfer, and resumes the
+    /// awaiting coroutine when it ends.
     struct Awaiter {
-        handle_type h;
+        handle_type h; ///< the awaited task's frame
+        /// True (no suspension) for an empty or finished task.
         bool await_ready() const noexcept { return !h || h.done(); }
+        /// Makes `cont` the task's continuation (and, from a ringo task, the task's
+        /// cancellation context the awaiter's) and transfers control into the task.
         template <class P>
         std::coroutine_handle<> await_suspend(std::coroutine_handle<P> cont) noexcept {
             h.promise().set_continuation(cont);
@@ -513,13 +528,16 @@ public:
                 detail::hang_in_current_runtime(h.promise().own_ctx_);
             return h;
         }
+        /// The task's value, or its exception rethrown; std::logic_error for an empty Task.
         T await_resume() {
             if (!h) [[unlikely]]
                 throw std::logic_error("ringo: awaiting an empty Task");
             return h.promise().result();
         }
     };
+    /// `co_await task` (the Task keeps its frame, freed when the Task goes).
     Awaiter operator co_await() const& noexcept { return Awaiter{h_}; }
+    /// `co_await f()` (the temporary frees the frame at the end of the full expression).
     Awaiter operator co_await() const&& noexcept { return Awaiter{h_}; }
 
 private:
