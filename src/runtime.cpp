@@ -141,11 +141,6 @@ void withdraw_join_waiter(JoinWaiter& w) noexcept {
     RuntimeAccess::registry(*w.rt).unlink_join_waiter(w);
 }
 
-void hang_in_current_runtime(CancelCtx& c) noexcept {
-    if (t_current && !c.linked())
-        c.link_first(RuntimeAccess::registry(*t_current).root());
-}
-
 namespace {
 // A spawned task that ended without an exception leaves its runtime's tree; the words of
 // its links then say: no exception, no sink. No test for being in a tree: a task is in
@@ -313,14 +308,13 @@ void Runtime::post_migration(detail::PromiseBase& p, std::coroutine_handle<> h) 
 
 namespace {
 // Cancels every spawned task (and branch task) in the subtree under `n`: those that hang
-// under plain contexts (a TaskScope's group, block_on's root) too, but not those contexts
-// themselves.
+// under plain contexts (a TaskScope's group, block_on's root) and under shields (which a
+// task's own cancellation does not reach) too, but not those contexts themselves.
 void cancel_tasks_under(detail::CancelCtx& n) noexcept {
     for (detail::CancelCtx* c = n.first_child; c; c = c->next_sibling) {
         if (c->of_spawned_task())
             detail::cancel(*c);
-        else
-            cancel_tasks_under(*c);
+        cancel_tasks_under(*c);
     }
 }
 
@@ -560,10 +554,14 @@ void Runtime::shutdown() {
             }
         }
     }
-    // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners. They
-    //    leave the tree, whose root goes with this runtime.
-    for (detail::PromiseBase* p : tasks_in_tree(registry_.root())) {
+    // 3. Tasks still held by a JoinHandle: mark them abandoned and wake their joiners. First
+    //    everything leaves the tree, whose root goes with this runtime: a woken joiner may
+    //    destroy a frame on its own thread at once (with a TaskScope whose group hung here).
+    std::vector<detail::PromiseBase*> held = tasks_in_tree(registry_.root());
+    for (detail::PromiseBase* p : held)
         p->own_ctx_.unlink();
+    registry_.root().orphan_children(); // what is left: plain contexts (a TaskScope's group)
+    for (detail::PromiseBase* p : held) {
         std::uintptr_t old = p->join_.exchange(detail::join_abandoned, std::memory_order_acq_rel);
         if (old == detail::join_detached) {
             std::coroutine_handle<>::from_address(p->frame_address()).destroy();
@@ -579,7 +577,6 @@ void Runtime::shutdown() {
             }
         }
     }
-    registry_.root().orphan_children(); // what is left: plain contexts (a TaskScope's group)
 }
 
 void Runtime::make_current(Runtime* rt) noexcept {

@@ -823,6 +823,25 @@ TEST(Shielded, CancellingTheTaskDoesNotReachTheBranchesOfAShieldedWhenAll) {
     EXPECT_NE(r.second, -ECANCELED);
 }
 
+TEST(Shielded, APoolShutdownNowStillCancelsTheBranchesOfAShieldedWhenAll) {
+    // A task's own cancellation does not reach under its shield, but the pool's shutdown_now
+    // cancels every task of the runtime, the shielded ones too.
+    std::atomic<int> first{1}, second{1};
+    {
+        ringo::RuntimePool pool(1);
+        pool.spawn([](std::atomic<int>* a, std::atomic<int>* b) -> Task<void> {
+                auto [x, y] = co_await ringo::shielded(ringo::when_all(ringo::sleep_for(24h), ringo::sleep_for(24h)));
+                a->store(x);
+                b->store(y);
+            }(&first, &second))
+            .detach();
+        std::this_thread::sleep_for(20ms);
+        pool.shutdown_now();
+    }
+    EXPECT_EQ(first.load(), -ECANCELED);
+    EXPECT_EQ(second.load(), -ECANCELED);
+}
+
 TEST(Shielded, OutsideACancelledTaskItIsTransparent) {
     auto r = run([&]() -> Task<int> {
         int a = co_await ringo::shielded(op::nop());

@@ -5,6 +5,9 @@
 #include "helpers.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <exception>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -25,9 +28,42 @@ Task<int> thrower() {
 }
 Task<int> add(int a, int b) { co_return co_await value(a) + co_await value(b); }
 
+// A coroutine type of another library: starts at once, keeps its frame at the end.
+struct Foreign {
+    struct promise_type {
+        Foreign get_return_object() { return {std::coroutine_handle<promise_type>::from_promise(*this)}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { std::terminate(); }
+    };
+    std::coroutine_handle<promise_type> h;
+};
+Task<int> seven_after_a_nop() {
+    co_await ringo::op::nop();
+    co_return 7;
+}
+Foreign await_from_foreign(int* out) { *out = co_await seven_after_a_nop(); }
+
 TEST(Task, ReturnsValue) { EXPECT_EQ(ringo::block_on(value(7)), 7); }
 
 TEST(Task, VoidTask) { EXPECT_NO_THROW(ringo::block_on(nothing())); }
+
+TEST(Task, ACoroutineOfAnotherKindAwaitsATaskOnARuntime) {
+    // Next to block_on's root (the runtime's tree is not empty), a coroutine that is not a
+    // ringo task awaits a Task: it gets the Task's value, not what the Task's context holds.
+    int got = 0;
+    Foreign f{};
+    Runtime rt;
+    rt.block_on([](int* out, Foreign* fp) -> Task<void> {
+        *fp = await_from_foreign(out);
+        co_await ringo::sleep_for(std::chrono::milliseconds(2));
+    }(&got, &f));
+    EXPECT_EQ(got, 7);
+    ASSERT_TRUE(f.h);
+    EXPECT_TRUE(f.h.done());
+    f.h.destroy();
+}
 
 TEST(Task, NestedAwaitsComposeValues) { EXPECT_EQ(ringo::block_on(add(20, 22)), 42); }
 

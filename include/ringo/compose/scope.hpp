@@ -62,6 +62,10 @@ public:
         co_await detail::BranchGroup::Wait{&s->g};
         s->g.waiter = {};
         s->g.ctx.unlink();
+        // A task spawned into the scope after the last one ended, before this join resumed,
+        // hangs under the group: the group goes back under the runtime's root with it.
+        if (s->g.ctx.first_child)
+            s->g.ctx.link_first(detail::RuntimeAccess::registry(*s->g.rt).root());
         if (s->g.exc)
             std::rethrow_exception(std::exchange(s->g.exc, nullptr));
     }

@@ -41,8 +41,12 @@ struct BranchGroup {
             exc = e;
             cancel(ctx); // the first failure stops the others
         }
-        if (--remaining == 0 && waiter)
-            rt->schedule(waiter);
+        if (--remaining == 0) {
+            if (waiter)
+                rt->schedule(waiter);
+            else // a TaskScope between joins: its group leaves the runtime's root meanwhile
+                ctx.unlink();
+        }
     }
 
     /// Awaits the end of every branch.

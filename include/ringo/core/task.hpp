@@ -240,11 +240,6 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
 /// task of a pool frees its memory and then drops the pool's count.
 void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBase&) noexcept) noexcept;
 
-/// Hangs `c` (the own context of a task awaited by a coroutine that is not a ringo task)
-/// under the root of the runtime of this thread, if any and if `c` is in no tree, so that
-/// the runtime finds the combinator branches it starts (TaskRegistry).
-void hang_in_current_runtime(CancelCtx& c) noexcept;
-
 /// The frame whose operator delete is to run spawned_kept_end (see spawned_final); null
 /// otherwise.
 inline constinit thread_local void* t_keep_frame = nullptr;
@@ -524,8 +519,6 @@ public:
             h.promise().set_continuation(cont);
             if constexpr (std::is_base_of_v<detail::PromiseBase, P>)
                 h.promise().ctx_ = cont.promise().ctx_;
-            else // its own context: in the current runtime's tree while it runs
-                detail::hang_in_current_runtime(h.promise().own_ctx_);
             return h;
         }
         /// The task's value, or its exception rethrown; std::logic_error for an empty Task.
