@@ -245,7 +245,7 @@ void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBa
 inline constinit thread_local void* t_keep_frame = nullptr;
 
 struct PromiseBase {
-    PromiseBase() noexcept : ctx_(&own_ctx_), own_ctx_() {}
+    PromiseBase() noexcept : own_ctx_() { ctx_ = &own_ctx_; } // (own_ctx_ made before its address is kept)
     PromiseBase(const PromiseBase&) = delete;
     PromiseBase& operator=(const PromiseBase&) = delete;
     ~PromiseBase() {
