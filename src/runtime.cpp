@@ -146,7 +146,7 @@ namespace {
 // its links then say: no exception, no sink. No test for being in a tree: a task is in
 // one until it ends, or its pprev points at its own next_sibling (a context that went before
 // it let it go: CancelCtx::orphan_children).
-inline void leave_tree(PromiseBase& p) noexcept {
+inline void unlink_ended_task(PromiseBase& p) noexcept {
     CancelCtx& c = p.own_ctx_;
     *c.pprev = c.next_sibling;
     if (c.next_sibling)
@@ -159,7 +159,7 @@ inline void leave_tree(PromiseBase& p) noexcept {
 void spawned_final(PromiseBase& p) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        leave_tree(p);
+        unlink_ended_task(p);
     PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     if (p.join_.load(std::memory_order_acquire) == join_detached) { // stays so
         if (p.ended_with_exception()) {
@@ -204,7 +204,7 @@ void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBa
 std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<> self) noexcept {
     Runtime* rt = p.owner_;
     if (!p.ended_with_exception()) [[likely]]
-        leave_tree(p);
+        unlink_ended_task(p);
     PoolLink* pool = detail::RuntimeAccess::registry(*rt).pool_link();
     // Once join_ says completed, a joiner on another thread may free the frame: only locals
     // from here on. (The joiner is a coroutine of this runtime; with a pool it may have moved

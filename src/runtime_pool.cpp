@@ -8,7 +8,6 @@
 #include <exception>
 #include <latch>
 #include <system_error>
-#include <type_traits>
 
 #include "report.hpp"
 
