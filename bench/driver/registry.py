@@ -738,6 +738,18 @@ def _epoll_parts() -> list["Figure"]:
                "(one io_uring_enter per read) also shows against psync, by about as much. Before the cache: three "
                "calls per read (newfstatat, fcntl, preadv2), about 0.5x psync; with it 0.86x in a quick run on a "
                "busy machine.",
+               "Why page cache at QD 1 stays below 0.9x psync: most of the gap is the kernel's, not ringo's. "
+               "Profiled with perf (cpu-clock samples, 2 s each on one CPU, 4 KiB random reads of a 64 MiB ext4 "
+               "file held in the page cache): psync 899 000 reads/s, ringo on epoll 720 000 (0.80x). Per read the "
+               "system call's body took 0.91 us as pread64 and 1.07 us as preadv2 with RWF_NOWAIT (the vectored "
+               "path: the iovec copied in and imported), 0.16 us more for the same copy of the same page; the "
+               "user-space rest was 0.19 us for ringo (the bench loop, the emulated queues) against psync's "
+               "0.12 us (the bench loop). A read on the loop's thread must not wait for a disk, and "
+               "preadv2 with RWF_NOWAIT is the only call that reads at an offset without waiting (pread64 takes "
+               "no flags, and O_NONBLOCK does not make a regular file's read non-waiting). So even with no "
+               "user-space cost of its own the engine would reach about 0.87x psync here: the 0.9x target is out "
+               "of reach for a read that must not block the loop. ringo on io_uring shows about the same ratio "
+               "(0.80x-0.82x).",
                "O_DIRECT on epoll: a direct read is queued with Linux's native AIO (io_submit with RWF_NOWAIT; "
                "Docker's and Kubernetes' default profiles allow it), its completion writes the eventfd the "
                "engine's epoll_wait watches (edge-triggered, never read back), and the engine takes the "
