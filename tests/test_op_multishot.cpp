@@ -1,5 +1,5 @@
 // op/multishot.hpp: the raw SQE preparation of every multishot operation, queued with
-// op::raw::queue and consumed through a detail::Completion: several CQEs with
+// op::raw::queue and consumed through a ringo::Completion: several CQEs with
 // IORING_CQE_F_MORE, then op::async_cancel and the final CQE without it. Real loopback
 // sockets, pipes and kernel timeouts.
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ struct Cqe {
 
 // Records every CQE of one multishot operation. At the last CQE (no IORING_CQE_F_MORE) it
 // tells the runtime the operation is over, as raw::queue asks.
-class CqeLog : public ringo::detail::Completion {
+class CqeLog : public ringo::Completion {
 public:
     explicit CqeLog(Runtime& rt) : rt_(&rt) { fn = &on_cqe; }
     CqeLog(const CqeLog&) = delete;
@@ -92,7 +92,7 @@ public:
     }
 
 private:
-    static void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
+    static void on_cqe(ringo::Completion* c, int res, std::uint32_t flags) {
         auto* log = static_cast<CqeLog*>(c);
         log->cqes_.push_back({res, flags});
         if (!op::has_more(flags)) {

@@ -142,10 +142,10 @@ TEST(SqeInit, PoisonMakesAFieldNoCodeSetsFail) {
     ASSERT_GE(file, 0);
     ::unlink(tmpl);
     ASSERT_EQ(::pwrite(file, "data", 4, 0), 4);
-    struct Log : ringo::detail::Completion {
+    struct Log : ringo::Completion {
         std::vector<int> res;
     } log;
-    log.fn = [](ringo::detail::Completion* c, int res, std::uint32_t) {
+    log.fn = [](ringo::Completion* c, int res, std::uint32_t) {
         static_cast<Log*>(c)->res.push_back(res);
         ringo::op::raw::finished(*ringo::Runtime::current());
     };

@@ -8,6 +8,7 @@
 #include <ringo/uring/ring.hpp>
 
 #include <ringo/core/blocking.hpp>
+#include <ringo/core/completion.hpp>
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/runtime.hpp>

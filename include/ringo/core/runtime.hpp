@@ -262,7 +262,7 @@ private:
             if (--g->remaining == 0)
                 resume.queue(g->waiter);
         } else {
-            auto* c = reinterpret_cast<detail::Completion*>(ud & ~detail::tag_mask);
+            auto* c = reinterpret_cast<ringo::Completion*>(ud & ~detail::tag_mask);
             c->fn(c, res, flags);
         }
     }

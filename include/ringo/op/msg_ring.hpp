@@ -25,7 +25,7 @@ namespace ringo::op {
 /// A message queue on a runtime that other rings post to with msg_ring / msg_ring_fd.
 /// Create it on (and use it from) the receiving runtime's thread; only user_data() and
 /// ring_fd() may be read from other threads. It must outlive every message sent to it.
-class Mailbox : private ringo::detail::Completion {
+class Mailbox : private ringo::Completion {
 public:
     /// One message: what the sender's MSG_RING put in the CQE.
     struct Message {
@@ -43,7 +43,7 @@ public:
 
     /// The user_data to post with, so that the message lands here.
     [[nodiscard]] std::uint64_t user_data() const noexcept {
-        return reinterpret_cast<std::uint64_t>(static_cast<const ringo::detail::Completion*>(this)) |
+        return reinterpret_cast<std::uint64_t>(static_cast<const ringo::Completion*>(this)) |
                ringo::detail::tag_completion;
     }
     /// The receiving ring's fd (the `fd` of msg_ring).
@@ -115,7 +115,7 @@ public:
     [[nodiscard]] Receive receive() noexcept { return Receive{this}; }
 
 private:
-    static void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
+    static void on_cqe(ringo::Completion* c, int res, std::uint32_t flags) {
         auto* b = static_cast<Mailbox*>(c);
         if (Receive* r = b->waiter_) {
             r->msg = {res, flags};

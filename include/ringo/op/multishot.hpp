@@ -2,7 +2,7 @@
 //
 // A multishot operation posts many CQEs with one user_data (IORING_CQE_F_MORE on every one
 // but the last), so it cannot be a plain awaitable that resumes once. These helpers fill an
-// SQE; queue it with op::raw::queue(rt, completion, prep), whose detail::Completion then
+// SQE; queue it with op::raw::queue(rt, completion, prep), whose ringo::Completion then
 // sees every CQE (op::has_more tells the last one apart) and calls op::raw::finished(rt) at the
 // last. op::async_cancel(raw::completion_user_data(c)) ends any of them (final CQE
 // -ECANCELED); so do poll_remove and timeout_remove for their kinds. An error ends the
@@ -12,7 +12,7 @@
 // (buf/recv_stream.hpp), buf::read_multishot (buf/read_stream.hpp), buf::recvmsg_multishot
 // (buf/recvmsg_stream.hpp).
 //
-//   struct Log : ringo::detail::Completion { ... };   // fn = &on_cqe
+//   struct Log : ringo::Completion { ... };   // fn = &on_cqe
 //   op::raw::queue(rt, log, [&](io_uring_sqe* s) { op::raw::prep_poll_multishot(s, fd, POLLIN); });
 #pragma once
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 
+#include <ringo/core/completion.hpp>
 #include <ringo/core/runtime.hpp>
 #include <ringo/op/base.hpp>
 
@@ -13,7 +14,7 @@ namespace ringo::op::raw {
 /// The user_data that routes a CQE to Completion `c` on a ringo runtime (its address with
 /// the completion tag). Also what async_cancel takes to cancel an operation queued with
 /// raw::queue.
-[[nodiscard]] inline std::uint64_t completion_user_data(const ringo::detail::Completion& c) noexcept {
+[[nodiscard]] inline std::uint64_t completion_user_data(const ringo::Completion& c) noexcept {
     return reinterpret_cast<std::uint64_t>(&c) | ringo::detail::tag_completion;
 }
 
@@ -36,7 +37,7 @@ inline void finished(Runtime& rt) noexcept { ringo::detail::RuntimeAccess::engin
 /// the task does not cancel it (use async_cancel(completion_user_data(c))). An exception
 /// from `prep` propagates, and nothing is submitted.
 template <class Prep>
-int queue(Runtime& rt, ringo::detail::Completion& c, Prep&& prep) {
+int queue(Runtime& rt, ringo::Completion& c, Prep&& prep) {
     io_uring_sqe* s = ringo::detail::RuntimeAccess::engine(rt).get_sqe();
     // An SQE once taken goes to the kernel with the next submission: when it must not carry
     // the operation, it becomes a NOP (every field cleared, flags that prep may have added

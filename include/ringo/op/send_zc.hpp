@@ -29,7 +29,7 @@ namespace zc {
 /// per-thread pool rather than in the awaiting frame: the notification may arrive after
 /// the awaiting coroutine has moved on (and after the tracker is gone), and the CQE's
 /// user_data must stay valid until then. Nodes are recycled; steady state allocates nothing.
-struct Node : ringo::detail::Completion {
+struct Node : ringo::Completion {
     Runtime* rt = nullptr;
     std::coroutine_handle<> sender{}; // the coroutine awaiting the first CQE
     int* res_out = nullptr;           // the awaitable's result fields, valid until the first CQE
@@ -49,7 +49,7 @@ using NodePool = ringo::detail::ThreadNodePool<Node, &Node::next>;
 inline Node* acquire() { return NodePool::acquire(); }
 inline void recycle(Node* n) noexcept { NodePool::recycle(n); }
 
-inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags);
+inline void on_cqe(ringo::Completion* c, int res, std::uint32_t flags);
 
 } // namespace zc
 
@@ -102,7 +102,7 @@ public:
     [[nodiscard]] ReleasedAwaiter released() noexcept { return {this}; }
 
 private:
-    friend void zc::on_cqe(ringo::detail::Completion*, int, std::uint32_t);
+    friend void zc::on_cqe(ringo::Completion*, int, std::uint32_t);
     template <class D>
     friend class ZcOp;
 
@@ -145,7 +145,7 @@ namespace zc {
 // First CQE: store the result and schedule the sender. Notification (or a first CQE without
 // IORING_CQE_F_MORE, which means none will follow): release the buffer. The two may arrive
 // in either order.
-inline void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
+inline void on_cqe(ringo::Completion* c, int res, std::uint32_t flags) {
     Node* n = static_cast<Node*>(c);
     Runtime* rt = n->rt;
     bool release = false;
@@ -218,7 +218,7 @@ public:
         static_cast<Derived*>(this)->prepare(sqe);
         this->apply_sqe_flags(sqe);
         sqe->user_data =
-            reinterpret_cast<std::uint64_t>(static_cast<ringo::detail::Completion*>(n)) | ringo::detail::tag_completion;
+            reinterpret_cast<std::uint64_t>(static_cast<ringo::Completion*>(n)) | ringo::detail::tag_completion;
         ringo::detail::RuntimeAccess::engine(*rt).op_started();
         if (ctx) {
             waitable_.user_data = sqe->user_data;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <ringo/core/completion.hpp>
 #include <ringo/core/task.hpp>
 
 namespace ringo::detail {
@@ -22,13 +23,6 @@ struct OpState : Waitable {
     std::uint32_t cqe_flags; // set by the completion
 };
 
-/// A completion that is not a plain coroutine resumption (internal wake-ups, multishot
-/// streams, zero-copy notifications). Its user_data is its address | tag_completion.
-/// `fn` must not resume coroutines inline; it schedules them.
-struct Completion {
-    void (*fn)(Completion* self, int res, std::uint32_t flags) = nullptr;
-};
-
 /// An awaited operation that may go to the kernel again before its coroutine resumes (a
 /// write_all after a short send: io/detail/exact.hpp). Its user_data is its address |
 /// tag_repeat. Each CQE sets `res` and `cqe_flags`, then `again` says what next: true when
@@ -39,6 +33,8 @@ struct RepeatOp : OpState {
     bool (*again)(RepeatOp* self, Runtime& rt) noexcept = nullptr;
 };
 
+// The user_data tags. A ringo::Completion (internal wake-ups, multishot streams, zero-copy
+// notifications) is routed by its address | tag_completion.
 inline constexpr std::uint64_t tag_completion = 1;
 inline constexpr std::uint64_t tag_group_member = 2;
 inline constexpr std::uint64_t tag_repeat = 3;

@@ -37,7 +37,7 @@ public:
     /// Book-keeping for an awaited operation whose SQE was just prepared.
     void op_started() noexcept { ++in_flight; }
     void ops_started(std::uint32_t n) noexcept { in_flight += n; }
-    /// Book-keeping for an operation completed through a detail::Completion (its last CQE).
+    /// Book-keeping for an operation completed through a ringo::Completion (its last CQE).
     void op_finished() noexcept { --in_flight; }
     /// Submits IORING_OP_ASYNC_CANCEL for the operation whose SQE carried `user_data`, tag
     /// bits included. The operation's own CQE still arrives and resumes its awaiter.

@@ -41,7 +41,7 @@
 namespace ringo::op::stream_impl {
 
 template <class D>
-struct StreamNode : ringo::detail::Completion {
+struct StreamNode : ringo::Completion {
     Runtime* rt = nullptr;
     std::coroutine_handle<> reader{}; // the coroutine waiting in next()
     int final_res = 0;
@@ -127,7 +127,7 @@ struct StreamNode : ringo::detail::Completion {
         self().release();
     }
 
-    static void on_cqe(ringo::detail::Completion* c, int res, std::uint32_t flags) {
+    static void on_cqe(ringo::Completion* c, int res, std::uint32_t flags) {
         D* n = static_cast<D*>(c);
         bool got = n->take(res, flags);
         if (op::has_more(flags)) {
