@@ -141,6 +141,11 @@ void withdraw_join_waiter(JoinWaiter& w) noexcept {
     RuntimeAccess::registry(*w.rt).unlink_join_waiter(w);
 }
 
+void hang_foreign_awaited(PromiseBase& p) noexcept {
+    if (t_current && !p.own_ctx_.linked())
+        p.own_ctx_.link_first(RuntimeAccess::registry(*t_current).root());
+}
+
 namespace {
 // A spawned task that ended without an exception leaves its runtime's tree; the words of
 // its links then say: no exception, no sink. No test for being in a tree: a task is in

@@ -8,12 +8,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
 #include <ringo/core/join_handle.hpp>
+#include <ringo/core/time.hpp>
 #include <ringo/net/tcp.hpp>
 
 namespace ringo_test {
@@ -90,6 +93,17 @@ inline ringo::Task<void> let_others_run() {
             co_return;
     }
 }
+
+/// Counts the live copies of itself in `*n`: a parameter of a task, to see its frame freed.
+struct Alive {
+    std::atomic<int>* n;
+    explicit Alive(std::atomic<int>* p) : n(p) { ++*n; }
+    Alive(Alive&& o) noexcept : n(o.n) { ++*n; }
+    ~Alive() { --*n; }
+};
+
+/// Sleeps for `d` holding an Alive (its frame's), and yields the sleep's result.
+inline ringo::Task<int> sleep_holding(Alive, std::chrono::milliseconds d) { co_return co_await ringo::sleep_for(d); }
 
 /// How many descriptors this process has open (the entries of /proc/self/fd, counted the
 /// same way every time): equal before and after means nothing leaked.

@@ -782,14 +782,8 @@ TEST(Shielded, AwaitsLvaluesAndAJoinHandle) {
 
 // A task of a combinator under a shield still hangs in its runtime's tree: cancelling the
 // task that awaits it does not reach it, but the runtime's end frees it.
-struct Alive {
-    std::atomic<int>* n;
-    explicit Alive(std::atomic<int>* p) : n(p) { ++*n; }
-    Alive(Alive&& o) noexcept : n(o.n) { ++*n; }
-    ~Alive() { --*n; }
-};
-
-Task<int> sleep_holding(Alive, std::chrono::milliseconds d) { co_return co_await ringo::sleep_for(d); }
+using ringo_test::Alive;
+using ringo_test::sleep_holding;
 
 TEST(Shielded, BranchesUnderAShieldAreFreedWhenTheRuntimeGoes) {
     std::atomic<int> alive{0};

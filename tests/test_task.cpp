@@ -65,6 +65,65 @@ TEST(Task, ACoroutineOfAnotherKindAwaitsATaskOnARuntime) {
     f.h.destroy();
 }
 
+using ringo_test::Alive;
+using ringo_test::sleep_holding;
+Task<int> two_long_sleeps(std::atomic<int>* alive) {
+    Task<int> x = sleep_holding(Alive(alive), std::chrono::hours(24));
+    Task<int> y = sleep_holding(Alive(alive), std::chrono::hours(24));
+    auto [a, b] = co_await ringo::when_all(std::move(x), std::move(y));
+    co_return a + b;
+}
+Foreign await_two_long_sleeps(std::atomic<int>* alive, int* out) { *out = co_await two_long_sleeps(alive); }
+
+TEST(Task, TheBranchesOfATaskThatACoroutineOfAnotherKindAwaitsAreFreedWhenTheRuntimeGoes) {
+    // The Task's own context hangs in the runtime's tree while a foreign coroutine awaits it,
+    // so the runtime's end finds the branches of its when_all and frees them.
+    std::atomic<int> alive{0};
+    int got = -1;
+    Foreign f{};
+    {
+        Runtime rt;
+        rt.block_on([](std::atomic<int>* a, int* out, Foreign* fp) -> Task<void> {
+            *fp = await_two_long_sleeps(a, out);
+            co_await ringo::sleep_for(std::chrono::milliseconds(2)); // both branches wait
+        }(&alive, &got, &f));
+        EXPECT_EQ(alive.load(), 2);
+    }
+    EXPECT_EQ(alive.load(), 0);
+    EXPECT_EQ(got, -1); // never resumed
+    ASSERT_TRUE(f.h);
+    EXPECT_FALSE(f.h.done());
+    f.h.destroy(); // the Task's frame goes with it, its group already empty
+}
+
+Task<int> throws_after_a_nop() {
+    co_await ringo::op::nop();
+    throw std::runtime_error("after a nop");
+}
+Foreign catch_from_foreign(std::string* what) {
+    try {
+        (void)co_await throws_after_a_nop();
+    } catch (const std::runtime_error& e) {
+        *what = e.what();
+    }
+}
+
+TEST(Task, ACoroutineOfAnotherKindGetsTheExceptionOfATaskThatHungInTheTree) {
+    // The Task ends by an exception while its context hangs in the runtime's tree: the
+    // foreign coroutine gets that exception, not what the tree's words held.
+    std::string what;
+    Foreign f{};
+    Runtime rt;
+    rt.block_on([](std::string* w, Foreign* fp) -> Task<void> {
+        *fp = catch_from_foreign(w);
+        co_await ringo::sleep_for(std::chrono::milliseconds(2));
+    }(&what, &f));
+    EXPECT_EQ(what, "after a nop");
+    ASSERT_TRUE(f.h);
+    EXPECT_TRUE(f.h.done());
+    f.h.destroy();
+}
+
 TEST(Task, NestedAwaitsComposeValues) { EXPECT_EQ(ringo::block_on(add(20, 22)), 42); }
 
 TEST(Task, ExceptionPropagatesThroughAwait) {

@@ -240,6 +240,13 @@ std::coroutine_handle<> on_spawned_final(PromiseBase& p, std::coroutine_handle<>
 /// task of a pool frees its memory and then drops the pool's count.
 void spawned_kept_end(PromiseBase& p, std::size_t n, void (*drop_kept)(PromiseBase&) noexcept) noexcept;
 
+/// Hangs the own context of `p`, a task that a coroutine of another kind (not a ringo task)
+/// awaits, under the root of the runtime of this thread (if any), so that the runtime's cancel
+/// sweeps and its end find the combinator branches the task starts. The awaiter takes it out
+/// again before it reads the task's result (Task::Awaiter::await_resume): the two words of the
+/// tree's links are also where the task's exception is kept.
+void hang_foreign_awaited(PromiseBase& p) noexcept;
+
 /// The frame whose operator delete is to run spawned_kept_end (see spawned_final); null
 /// otherwise.
 inline constinit thread_local void* t_keep_frame = nullptr;
@@ -519,12 +526,20 @@ public:
             h.promise().set_continuation(cont);
             if constexpr (std::is_base_of_v<detail::PromiseBase, P>)
                 h.promise().ctx_ = cont.promise().ctx_;
+            else // its own context, in the current runtime's tree until it ends
+                detail::hang_foreign_awaited(h.promise());
             return h;
         }
         /// The task's value, or its exception rethrown; std::logic_error for an empty Task.
         T await_resume() {
             if (!h) [[unlikely]]
                 throw std::logic_error("ringo: awaiting an empty Task");
+            // Awaited by a coroutine of another kind, the task's own context may still hang in
+            // its runtime's tree (hang_foreign_awaited; a task that ended by an exception has
+            // left it): out first, so that the two words hold no exception. An awaited task's
+            // second word is never written otherwise.
+            if (h.promise().own_ctx_.linked()) [[unlikely]]
+                h.promise().own_ctx_.unlink();
             return h.promise().result();
         }
     };
