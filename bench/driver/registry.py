@@ -90,7 +90,7 @@ class Target:
 class Figure:
     name: str
     title: str
-    kind: str                                # storage | syncasync | copy | echo | http | pingpong | pipes | micro
+    kind: str                                # storage | syncasync | copy | echo | http | pingpong | pipes | micro | compile
     x_label: str
     metric: Metric
     impls: list[Impl]
@@ -519,6 +519,7 @@ PROGRAM_SOURCES = {
     "ringo-bench-monoio-xthread": "bench/rust/monoio/src/xthread.rs",
     "ringo-bench-compio": "bench/rust/compio/src/main.rs",
     "ringo-bench-tokio": "bench/rust/tokio/src/main.rs",
+    "include-times": "scripts/include-times",
 }
 
 
@@ -1050,6 +1051,56 @@ FIGURES.append(Figure(
            "user of epoll would otherwise run (a hand-written epoll server, Asio, nginx, pread, glibc's POSIX "
            "AIO) on the same workload, and the same ringo program on io_uring for reference. A ringo run that "
            "reports another engine than the one its row asks for is failed."]))
+
+# --------------------------------------------------------------------------- include cost
+
+# Programs of the repository itself that a figure runs from where they are (no build): the
+# driver finds `<name>` here before it looks in the build trees.
+REPO_PROGRAMS = {"include-times": "scripts/include-times"}
+
+# What including a header costs the compiler: scripts/include-times --json --only ROW, which
+# compiles a file holding only that #include with -fsyntax-only, {reps} times, and reports the
+# best run's user CPU time (and the lines the file preprocesses to). (name, row, tag): the
+# umbrella headers share a tag, so the ratio table compares ringo.hpp with asio.hpp only.
+INCLUDE_ROWS = [
+    ("ringo <ringo/ringo.hpp>", "ringo/ringo.hpp", "umbrella"),
+    ("ringo <ringo/net/tcp.hpp>", "ringo/net/tcp.hpp", "single"),
+    ("ringo <ringo/fs/file.hpp>", "ringo/fs/file.hpp", "single"),
+    ("ringo <ringo/core/runtime.hpp>", "ringo/core/runtime.hpp", "single"),
+    ("ringo <ringo/op/file.hpp>", "ringo/op/file.hpp", "single"),
+    ("asio <asio.hpp>", "asio.hpp", "umbrella"),
+    ("liburing <liburing.h>", "liburing.h", "liburing"),
+    ("ten standard headers", "standard", "standard"),
+]
+INCLUDE_CPU = Metric("user CPU s (best of the program's runs)", lambda j: j.get("user_cpu_seconds"),
+                     higher_is_better=False)
+
+
+def _include_impls() -> list[Impl]:
+    T = "<include-times> --json --no-install --reps {reps} --cxx {cxx} --only "
+    return [I(name, T + row, tag=tag) for name, row, tag in INCLUDE_ROWS]
+
+
+FIGURES.append(Figure(
+    "include", "Include cost: compiling a file that holds one #include (g++ -std=c++20 -fsyntax-only)", "compile",
+    "compiler", INCLUDE_CPU, _include_impls(),
+    # One point, the GCC the build uses; each run of the program is itself the best of 3
+    # compiles (the targets' measure), so the quick profile runs every row once (~25 s in all).
+    {"quick": dict(points=[{"x": "g++", "cxx": "g++", "reps": 3}], reps=1),
+     "full": dict(points=[{"x": "g++", "cxx": "g++", "reps": 3}], reps=3)},
+    plot="bars",
+    targets=[Target("ringo <ringo/ringo.hpp>", "", 0, "every x", "<ringo/ringo.hpp> at most 1.0 s of user CPU",
+                    field="user_cpu_s", max_value=1.0),
+             Target("ringo <ringo/ringo.hpp>", "asio <asio.hpp>", 1.0, "every x",
+                    "<ringo/ringo.hpp> at most asio.hpp's user CPU"),
+             Target("ringo <ringo/net/tcp.hpp>", "", 0, "every x", "<ringo/net/tcp.hpp> at most 0.7 s of user CPU",
+                    field="user_cpu_s", max_value=0.7)],
+    notes=["Each row is scripts/include-times --json --only ROW: a file holding only that #include (the ten "
+           "standard headers: algorithm, chrono, functional, memory, mutex, optional, string, thread, variant, "
+           "vector) compiled with g++ -std=c++20 -fsyntax-only three times, the best run's user CPU time "
+           "(what the compiler spends, which other load on the machine hardly changes); the table under it "
+           "gives the lines the file preprocesses to. asio.hpp is Debian's libasio-dev, liburing.h Debian's "
+           "liburing-dev (2.3)."]))
 
 FIGURE_NAMES = [f.name for f in FIGURES]
 

@@ -12,14 +12,14 @@ import shutil
 import subprocess
 
 # Order of figures in the report (the registry's order).
-ORDER = ["seqread", "randread", "syncasync", "copy", "echo", "http", "pingpong", "pipes", "micro", "epoll"]
+ORDER = ["seqread", "randread", "syncasync", "copy", "echo", "http", "pingpong", "pipes", "micro", "epoll", "include"]
 
 CSV_FIELDS = ["figure", "panel", "x", "impl", "tag", "status", "runs_ok", "runs_failed", "metric", "median",
               "min", "max", "mean", "stdev", "mib_s", "iops", "p50_us", "p99_us", "read_p50_us", "read_p99_us",
               "write_p50_us", "write_p99_us", "cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op",
               "server_cpu_us_per_msg", "server_syscalls_per_msg", "rps", "server_cpu_us_per_req", "ns_per_op", "wakeups_per_op", "faults_per_op",
               "bytes_per_wait", "rss_bytes_per_wait", "frames_per_wait", "kernel_timeout_sqes",
-              "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded", "cancel_us_loaded", "syscalls_source",
+              "kernel_timeouts_in_flight", "idle_enters", "arm_disarm_ns", "arm_disarm_ns_loaded", "cancel_us_loaded", "user_cpu_s", "pp_lines", "syscalls_source",
               "waits_per_op", "instr_per_op", "error", "cmd"]
 
 # Per-operation cost table of each kind of figure: (caption, fields joined with " · ").
@@ -33,6 +33,7 @@ COST = {
     "pingpong": ("CPU µs per round trip · syscalls per round trip · event-loop syscalls per round trip",
                  ["cpu_us_per_op", "syscalls_per_op", "loop_syscalls_per_op"]),
     "pipes": ("syscalls per operation · event-loop syscalls per round", ["syscalls_per_op", "loop_syscalls_per_op"]),
+    "compile": ("lines after preprocessing", ["pp_lines"]),
     "micro": ("ns per operation · CPU µs per operation · syscalls per operation · cross-thread wake-ups per "
               "operation · page faults per operation",
               ["ns_per_op", "cpu_us_per_op", "syscalls_per_op", "wakeups_per_op", "faults_per_op"]),

@@ -70,6 +70,9 @@ class Binaries:
         if name in registry.SYSTEM_PROGRAMS:
             path = os.environ.get("PATH", "") + os.pathsep + "/usr/sbin" + os.pathsep + "/sbin"
             return shutil.which(name, path=path)
+        if name in registry.REPO_PROGRAMS:  # a script of the repository (scripts/include-times)
+            p = os.path.join(ROOT, registry.REPO_PROGRAMS[name])
+            return p if os.access(p, os.X_OK) else None
         if self._index is None:
             self._index = self._build_index()
         return self._index.get(name)
@@ -270,8 +273,8 @@ class Runner:
     def count_syscalls(self, fig: registry.Figure, c: Cell) -> None:
         """For a row whose program cannot count its own system calls (or any row of a panel that
         compares kernel entries), one more run under strace -f -c, not timed."""
-        if not self.strace or c.status != "ok" or fig.kind == "http":
-            return  # http: a web server under strace -f at 1 000 connections measures strace
+        if not self.strace or c.status != "ok" or fig.kind in ("http", "compile"):
+            return  # http: a web server under strace -f at 1 000 connections measures strace; compile: no I/O
         data = next((r.data for r in c.runs if r.status == "ok"), {})
         server = c.impl.kind == "server"
         key = "server_syscalls_per_msg" if server else "syscalls_per_op"
@@ -676,6 +679,9 @@ SECONDARY = {
     "wakeups_per_op": _first(_field("wakeups_per_op"), _per_op("wakeups")),
     "faults_per_op": _per_op("minflt"),
     "allocs_per_op": _per_op("allocs"),
+    # the include figure: a compile's user CPU seconds (the program's best run) and its preprocessed lines
+    "user_cpu_s": _field("user_cpu_seconds"),
+    "pp_lines": _field("lines"),
     "ns_per_op": _first(_field("ns_per_op"), _field("ns_per_roundtrip"),
                         lambda d: d["seconds"] / d["ops"] * 1e9 if d.get("ops") and d.get("seconds") else None),
     # bench_ringo_micro timeouts (report.DETAILS)
@@ -734,8 +740,10 @@ def count_runs(fig: registry.Figure, profile: str, bins: Binaries, tier_names) -
                 # measured: ~0.05 s to start a program, ~0.3 s more for fio; 0.2 s for untimed programs;
                 # http: a server start, one checked GET and wrk's own overrun (~0.4 s at 1 MiB x 1 000)
                 # copy: the copy itself (~0.3 s for 256 MiB here) and its comparison with the source (~0.3 s)
+                # compile: ~5 compiles of ~0.6 s each (a check, the timed ones, the preprocessor)
                 extra = 0.05 + (0.3 if impl.kind == "fio" else 0) + (0.4 if impl.kind == "http" else 0) + \
-                    (0.6 * FILE_SIZE[profile] / (256 << 20) if impl.kind == "copy" else 0)
+                    (0.6 * FILE_SIZE[profile] / (256 << 20) if impl.kind == "copy" else 0) + \
+                    (3.0 if fig.kind == "compile" else 0)
                 per_run = (prof.get("seconds") or 0.15) + extra
                 n += prof["reps"] + (1 if warm is not None else 0)
                 secs += prof["reps"] * per_run + ((warm + extra if warm else per_run) if warm is not None else 0)

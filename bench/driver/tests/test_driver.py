@@ -270,7 +270,7 @@ class CommandLine(unittest.TestCase):
     def test_list_names_every_figure(self):
         p = self.run_driver("--list")
         self.assertEqual(p.returncode, 0, p.stderr)
-        for fig in ("seqread", "randread", "syncasync", "echo", "http", "pingpong", "pipes", "micro", "epoll"):
+        for fig in ("seqread", "randread", "syncasync", "echo", "http", "pingpong", "pipes", "micro", "epoll", "include"):
             self.assertIn(f"{fig}: ", p.stdout)
 
     def test_list_gives_every_program_its_source(self):
@@ -396,6 +396,64 @@ class FigureOfParts(unittest.TestCase):
             self.assertIn("epoll-http,", body)
         finally:
             shutil.rmtree(d)
+
+
+class IncludeCost(unittest.TestCase):
+    """The include figure: scripts/include-times --json gives the driver one JSON line per row,
+    the driver finds the script in the repository, and the targets read its user CPU time."""
+
+    def test_every_row_is_a_row_of_the_script_and_every_target_names_one(self):
+        from bench.driver import registry
+        from bench.driver.run import Binaries
+        fig = registry.figure("include")
+        names = {i.name for i in fig.impls}
+        for t in fig.targets:
+            self.assertIn(t.ringo, names)
+            if t.baseline:
+                self.assertIn(t.baseline, names)
+        self.assertEqual(Binaries([]).find("include-times"), os.path.join(ROOT, "scripts", "include-times"))
+        with open(os.path.join(ROOT, "scripts", "include-times")) as fh:
+            script = fh.read()
+        for _, row, _ in registry.INCLUDE_ROWS:
+            self.assertIn("standard headers|" if row == "standard" else f'"<{row}>|', script)
+
+    @unittest.skipUnless(shutil.which("g++") and os.path.exists("/usr/include/liburing.h")
+                         and os.path.exists("/usr/bin/time"), "needs g++, liburing.h and /usr/bin/time")
+    def test_one_row_as_json(self):
+        from bench.driver import registry, run
+        argv = [os.path.join(ROOT, "scripts", "include-times"), "--json", "--no-install", "--reps", "2",
+                "--only", "liburing.h"]
+        r = execute.run_command(argv, 120)
+        self.assertEqual(r.status, "ok", r.error)
+        self.assertEqual(r.data["header"], "<liburing.h>")
+        self.assertEqual(len(r.data["runs"]), 2)
+        self.assertEqual(r.data["user_cpu_seconds"], min(r.data["runs"]))
+        self.assertGreater(run.SECONDARY["pp_lines"](r.data), 100)
+        self.assertEqual(registry.INCLUDE_CPU.fn(r.data), run.SECONDARY["user_cpu_s"](r.data))
+        bad = subprocess.run(argv[:-1] + ["no-such-row"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 2)
+
+    def test_verdicts(self):
+        from bench.driver import registry
+        fig = registry.figure("include")
+
+        def row(name, runs):
+            r = _row(name, "g++", runs, user_cpu_s=runs)
+            r["tag"] = next(i.tag for i in fig.impls if i.name == name)
+            return r
+        res = _res([row("ringo <ringo/ringo.hpp>", [0.95]), row("ringo <ringo/net/tcp.hpp>", [0.74]),
+                    row("asio <asio.hpp>", [1.17])], [t.__dict__ for t in fig.targets])
+        res["impls"] = [{"name": i.name, "tag": i.tag} for i in fig.impls]
+        lines = report._targets_section(res)
+        verdicts = {ln.split("|")[1].strip(): ln.split("|")[2].strip() for ln in lines if ln.startswith("| ringo")}
+        self.assertEqual(verdicts["ringo <ringo/ringo.hpp>: <ringo/ringo.hpp> at most 1.0 s of user CPU"], "met")
+        self.assertEqual(verdicts["ringo <ringo/ringo.hpp> vs asio <asio.hpp>: <ringo/ringo.hpp> at most asio.hpp's "
+                                  "user CPU"], "met")
+        self.assertEqual(verdicts["ringo <ringo/net/tcp.hpp>: <ringo/net/tcp.hpp> at most 0.7 s of user CPU"],
+                         "**not met**")
+        # the ratio table compares the umbrella headers only
+        ratios = [ln for ln in report._ratio_section(res, "", ["g++"], "") if ln.startswith("| ringo <")]
+        self.assertEqual(ratios, ["| ringo <ringo/ringo.hpp> / asio <asio.hpp> | 1.23x |"])
 
 
 class ReportFromRecordedResults(unittest.TestCase):
