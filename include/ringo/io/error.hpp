@@ -1,7 +1,6 @@
 // ringo/io/error.hpp - the errors of ringo's I/O layer that are not a kernel's errno.
 #pragma once
 
-#include <string>
 #include <system_error>
 #include <type_traits>
 
@@ -19,34 +18,8 @@ enum class IoError {
     too_large = 4,      ///< "more data than the limit": read_to_end / read_to_string (io/read_to_end.hpp)
 };
 
-namespace detail {
-class IoErrorCategory final : public std::error_category {
-public:
-    const char* name() const noexcept override { return "ringo"; }
-    std::string message(int e) const override {
-        switch (static_cast<IoError>(e)) {
-        case IoError::unexpected_eof: return "unexpected end of data";
-        case IoError::write_zero: return "write moved no bytes";
-        case IoError::line_too_long: return "line longer than the limit";
-        case IoError::too_large: return "more data than the limit";
-        }
-        return "unknown ringo error";
-    }
-    // To code that only knows std::errc: the first two are input/output errors, a line too
-    // long or data over the limit is a message too long (EMSGSIZE).
-    std::error_condition default_error_condition(int e) const noexcept override {
-        if (static_cast<IoError>(e) == IoError::line_too_long || static_cast<IoError>(e) == IoError::too_large)
-            return std::make_error_condition(std::errc::message_size);
-        return std::make_error_condition(std::errc::io_error);
-    }
-};
-} // namespace detail
-
-/// The category of IoError (one object in the program: an inline function's static).
-[[nodiscard]] inline const std::error_category& io_error_category() noexcept {
-    static const detail::IoErrorCategory c;
-    return c;
-}
+/// The category of IoError (one object in the program, src/errors.cpp), named "ringo".
+[[nodiscard]] const std::error_category& io_error_category() noexcept;
 
 [[nodiscard]] inline std::error_code make_error_code(IoError e) noexcept {
     return {static_cast<int>(e), io_error_category()};

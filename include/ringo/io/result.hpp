@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
 #include <new>
 #include <string>
 #include <string_view>
@@ -33,23 +32,7 @@ public:
         : p_(reinterpret_cast<std::uintptr_t>(static_text) << 1) {}
     /// `what`, a space and `detail` ("connect to" "127.0.0.1:7000"), made now; `what` alone
     /// when memory runs out.
-    static ErrorNote made(const char* what, std::string_view detail) noexcept {
-        const std::size_t n = std::char_traits<char>::length(what);
-        // (malloc: an error path must not throw, and a program that replaces operator new
-        // keeps its pairs; nothing else here allocates this way.)
-        auto* h = static_cast<Heap*>(std::malloc(sizeof(Heap) + n + 1 + detail.size() + 1));
-        if (!h)
-            return ErrorNote(what);
-        ::new (static_cast<void*>(h)) Heap{};
-        char* t = h->text();
-        std::char_traits<char>::copy(t, what, n);
-        t[n] = ' ';
-        std::char_traits<char>::copy(t + n + 1, detail.data(), detail.size());
-        t[n + 1 + detail.size()] = '\0';
-        ErrorNote e;
-        e.p_ = reinterpret_cast<std::uintptr_t>(h) | heap_tag;
-        return e;
-    }
+    static ErrorNote made(const char* what, std::string_view detail) noexcept;
     ErrorNote(const ErrorNote& o) noexcept : p_(o.p_) {
         if (Heap* h = heap())
             h->refs.fetch_add(1, std::memory_order_relaxed);
@@ -100,19 +83,10 @@ private:
 
 /// The exception Result::value() throws: the error, with the note before its message
 /// ("connect to 127.0.0.1:9: Connection refused").
-[[noreturn, gnu::cold]] inline void throw_result_error(const std::error_code& e, const ErrorNote& note) {
-    if (const char* t = note.text())
-        throw std::system_error(e, t);
-    throw std::system_error(e);
-}
+[[noreturn, gnu::cold]] void throw_result_error(const std::error_code& e, const ErrorNote& note);
 
 /// "note: message", or the message alone.
-inline std::string describe_error(const std::error_code& e, const ErrorNote& note) {
-    std::string m = e.message();
-    if (const char* t = note.text())
-        return std::string(t) + ": " + m;
-    return m;
-}
+std::string describe_error(const std::error_code& e, const ErrorNote& note);
 
 } // namespace detail
 
@@ -129,6 +103,27 @@ template <class T>
 class Result;
 
 namespace detail {
+/// std::invoke(f, v) for the one value and_then and transform pass, without <functional> (which
+/// would add a tenth to what including a header of the I/O layer costs): a callable is called
+/// with `v`; a pointer to a member function or data member is applied to `v`, or to what `v`
+/// points to. (Unlike std::invoke, a std::reference_wrapper `v` is not unwrapped.)
+template <class F, class V>
+constexpr decltype(auto) invoke_on(F&& f, V&& v) {
+    if constexpr (std::is_member_function_pointer_v<std::remove_cvref_t<F>>) {
+        if constexpr (requires { (std::forward<V>(v).*f)(); })
+            return (std::forward<V>(v).*f)();
+        else
+            return ((*std::forward<V>(v)).*f)();
+    } else if constexpr (std::is_member_object_pointer_v<std::remove_cvref_t<F>>) {
+        if constexpr (requires { std::forward<V>(v).*f; })
+            return (std::forward<V>(v).*f);
+        else
+            return ((*std::forward<V>(v)).*f);
+    } else {
+        return std::forward<F>(f)(std::forward<V>(v));
+    }
+}
+
 template <class R>
 inline constexpr bool is_result_v = false;
 template <class T>
@@ -329,7 +324,7 @@ private:
         using R = std::remove_cvref_t<std::invoke_result_t<F, decltype((std::forward<Self>(self).v_))>>;
         static_assert(detail::is_result_v<R>, "ringo::Result::and_then: the function must return a Result");
         if (self.ok_)
-            return std::invoke(std::forward<F>(f), std::forward<Self>(self).v_);
+            return detail::invoke_on(std::forward<F>(f), std::forward<Self>(self).v_);
         return R(self.err_.code, self.err_.note);
     }
     template <class Self, class F>
@@ -338,10 +333,10 @@ private:
         if (!self.ok_)
             return Result<U>(self.err_.code, self.err_.note);
         if constexpr (std::is_void_v<U>) {
-            std::invoke(std::forward<F>(f), std::forward<Self>(self).v_);
+            detail::invoke_on(std::forward<F>(f), std::forward<Self>(self).v_);
             return Result<U>();
         } else {
-            return Result<U>(std::invoke(std::forward<F>(f), std::forward<Self>(self).v_));
+            return Result<U>(detail::invoke_on(std::forward<F>(f), std::forward<Self>(self).v_));
         }
     }
     void check() const {
@@ -415,7 +410,7 @@ public:
         using R = std::remove_cvref_t<std::invoke_result_t<F>>;
         static_assert(detail::is_result_v<R>, "ringo::Result::and_then: the function must return a Result");
         if (ok())
-            return std::invoke(std::forward<F>(f));
+            return std::forward<F>(f)();
         return R(e_, note_);
     }
     /// `Result<U>` of f() on success (Result<void> for a void f); else this error.
@@ -425,10 +420,10 @@ public:
         if (!ok())
             return Result<U>(e_, note_);
         if constexpr (std::is_void_v<U>) {
-            std::invoke(std::forward<F>(f));
+            std::forward<F>(f)();
             return Result<U>();
         } else {
-            return Result<U>(std::invoke(std::forward<F>(f)));
+            return Result<U>(std::forward<F>(f)());
         }
     }
     /// This Result on success; else f(error), a Result<void>.
