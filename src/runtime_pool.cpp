@@ -86,6 +86,16 @@ struct RuntimePool::Start {
     explicit Start(std::size_t n) : started(static_cast<std::ptrdiff_t>(n)), teardown(static_cast<std::ptrdiff_t>(n)) {}
 };
 
+PoolOptions& PoolOptions::runtime_for(std::function<RuntimeOptions(std::size_t index)> f) {
+    runtime_for_ = std::move(f);
+    return *this;
+}
+
+RuntimeOptions PoolOptions::options_for(std::size_t i) const { return runtime_for_ ? runtime_for_(i) : runtime_; }
+
+RuntimePool::RuntimePool(std::size_t threads, const RuntimeOptions& options)
+    : RuntimePool(threads, PoolOptions{}.runtime(options)) {}
+
 RuntimePool::RuntimePool(std::size_t threads, const PoolOptions& options) {
     if (threads == 0)
         throw std::invalid_argument("ringo: RuntimePool needs at least one thread (got 0)");

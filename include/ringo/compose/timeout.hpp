@@ -1,13 +1,13 @@
 // ringo/compose/timeout.hpp - with_timeout on any awaitable.
 #pragma once
 
-#include <chrono>
 #include <exception>
 #include <optional>
 #include <type_traits>
 
 #include <ringo/compose/cancel.hpp>
 #include <ringo/compose/traits.hpp>
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/time.hpp>
 
 namespace ringo {

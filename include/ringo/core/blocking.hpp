@@ -3,16 +3,15 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <type_traits>
 #include <utility>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/detail/completion.hpp>
 #include <ringo/core/runtime.hpp>
 #include <ringo/core/task.hpp>
@@ -71,7 +70,7 @@ struct BlockingResult {
     std::optional<R> value;
     template <class F>
     void call(F& f) {
-        value.emplace(std::invoke(std::move(f)));
+        value.emplace(std::move(f)());
     }
     R take() { return std::move(*value); }
 };
@@ -79,7 +78,7 @@ template <>
 struct BlockingResult<void> {
     template <class F>
     void call(F& f) {
-        std::invoke(std::move(f));
+        std::move(f)();
     }
     void take() noexcept {}
 };

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/runtime.hpp>
@@ -33,10 +33,7 @@ public:
     }
     /// Options per runtime: called with the runtime's index, on the pool's constructing
     /// thread, before the threads start.
-    PoolOptions& runtime_for(std::function<RuntimeOptions(std::size_t index)> f) {
-        runtime_for_ = std::move(f);
-        return *this;
-    }
+    PoolOptions& runtime_for(std::function<RuntimeOptions(std::size_t index)> f);
     /// Pins thread i to the i-th CPU (modulo their number) of the CPUs the process may run on.
     PoolOptions& pin_threads(bool on = true) noexcept {
         pin_ = on;
@@ -44,7 +41,7 @@ public:
     }
 
     /// The options of runtime i: runtime_for's, else runtime's.
-    [[nodiscard]] RuntimeOptions options_for(std::size_t i) const { return runtime_for_ ? runtime_for_(i) : runtime_; }
+    [[nodiscard]] RuntimeOptions options_for(std::size_t i) const;
     /// True when the threads are pinned (pin_threads).
     [[nodiscard]] bool pinned() const noexcept { return pin_; }
 
@@ -72,8 +69,7 @@ public:
     /// up (std::system_error, ...) after stopping the threads already started.
     explicit RuntimePool(std::size_t threads, const PoolOptions& options = {});
     /// `threads` threads whose runtimes are all set up from `options`.
-    RuntimePool(std::size_t threads, const RuntimeOptions& options)
-        : RuntimePool(threads, PoolOptions{}.runtime(options)) {}
+    RuntimePool(std::size_t threads, const RuntimeOptions& options);
     /// shutdown(). Must not run on one of the pool's own threads.
     ~RuntimePool();
     RuntimePool(const RuntimePool&) = delete;

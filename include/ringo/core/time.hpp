@@ -1,9 +1,9 @@
 // ringo/core/time.hpp - sleeping on the runtime's user-space timers.
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/runtime.hpp>
 
 namespace ringo {

@@ -16,9 +16,9 @@
 // its timeout.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/detail/timer_heap.hpp>
 #include <ringo/core/time.hpp>
 #include <ringo/op/detail/stream.hpp>

@@ -1,8 +1,7 @@
 // ringo/op/timeout.hpp - kernel timeouts.
 #pragma once
 
-#include <chrono>
-
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/op/base.hpp>
 #include <ringo/op/flags.hpp>
 

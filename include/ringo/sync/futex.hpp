@@ -9,10 +9,10 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <climits>
 #include <cstdint>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/op/futex.hpp>
 
 namespace ringo {
