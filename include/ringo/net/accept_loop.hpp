@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cerrno>
-#include <chrono>
 #include <system_error>
 #include <type_traits>
 #include <utility>
 
 #include <ringo/compose/cancel.hpp>
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/core/time.hpp>
 #include <ringo/io/result.hpp>

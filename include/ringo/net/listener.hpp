@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include <ringo/compose/cancel.hpp>
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/runtime_pool.hpp>
 #include <ringo/core/time.hpp>
@@ -96,11 +96,7 @@ public:
 
     ShardedListener(const ShardedListener&) = delete;
     ShardedListener& operator=(const ShardedListener&) = delete;
-    ~ShardedListener() {
-        if (pool_)
-            pool_->remove_shutdown_hook(hook_);
-        stop();
-    }
+    ~ShardedListener();
 
     /// The port every shard listens on (host byte order; the port picked when 0 was asked).
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
@@ -121,29 +117,10 @@ public:
     }
 
     /// Asks the accept loops to stop (any thread, any task); returns at once.
-    void request_stop() {
-        std::lock_guard lk(m_);
-        for (auto& l : loops_)
-            l.cancel();
-    }
+    void request_stop();
     /// Stops the accept loops, waits for them, closes the listening sockets. From a plain
     /// thread (not one of the pool's threads). Idempotent.
-    void stop() {
-        request_stop();
-        std::vector<JoinHandle<void>> loops;
-        {
-            std::lock_guard lk(m_);
-            loops.swap(loops_);
-        }
-        for (auto& l : loops) {
-            try {
-                l.join();
-            } catch (...) { // an accept loop that failed (out of memory) has ended all the same
-            }
-        }
-        for (TcpListener& l : state_->listeners)
-            l = TcpListener(); // closes it
-    }
+    void stop();
 
 private:
     struct Counter {
@@ -155,36 +132,12 @@ private:
         std::vector<TcpListener> listeners; // one per runtime; closed by stop() or with the last owner
         std::atomic<int> error{0};          // errno of the first accept loop that failed
     };
-    [[noreturn]] static void throw_not_ip() {
-        throw std::invalid_argument("ringo: ShardedListener needs an IPv4 or IPv6 address");
-    }
-    static SocketAddr to_socket_addr(const sockaddr* addr, socklen_t addrlen) {
-        std::optional<SocketAddr> a = SocketAddr::from(addr, addrlen); // checks null and length
-        if (!a)
-            throw_not_ip();
-        return *a;
-    }
+    [[noreturn]] static void throw_not_ip();
+    static SocketAddr to_socket_addr(const sockaddr* addr, socklen_t addrlen);
 
     // Binds one listener per runtime (plain system calls: the constructor runs outside the
     // pool); on an error, those already made close with the state.
-    void open_sockets(SocketAddr a, int backlog) {
-        if (!a.is_v4() && !a.is_v6())
-            throw_not_ip();
-        const ListenOptions opts{.backlog = backlog, .reuse_addr = true, .reuse_port = true};
-        for (std::size_t i = 0; i < state_->listeners.size(); ++i) {
-            auto l = TcpListener::bind_sync(a, opts);
-            if (!l)
-                throw std::system_error(l.error(), "ringo: ShardedListener: listening on " + a.to_string());
-            if (i == 0) { // port 0: every other shard takes the port the first one got
-                auto got = l->local_addr();
-                if (!got)
-                    throw std::system_error(got.error(), "ringo: ShardedListener: getsockname");
-                a.set_port(got->port());
-                port_ = got->port();
-            }
-            state_->listeners[i] = std::move(*l);
-        }
-    }
+    void open_sockets(SocketAddr a, int backlog);
 
     // The connection task: the handler's own task, awaited, with the connection in the form
     // the handler takes. The descriptor is owned from the accept on (a frame that cannot be

@@ -5,14 +5,13 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
-#include <chrono>
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
@@ -54,14 +53,10 @@ public:
     /// Connects to `addr` (IPv4 or IPv6; anything else is EAFNOSUPPORT): a new socket
     /// (SOCK_CLOEXEC) and IORING_OP_CONNECT. ECONNREFUSED when nothing listens there,
     /// ENETUNREACH, ETIMEDOUT after the kernel's own retries (minutes), ...
-    static Task<Result<TcpStream>> connect(SocketAddr addr) {
-        return detail::connect_as<TcpStream>(addr, detail::is_ip(addr), SOCK_STREAM, IPPROTO_TCP, std::nullopt);
-    }
+    static Task<Result<TcpStream>> connect(SocketAddr addr);
     /// Same, but gives up after `timeout` (the connect is cancelled, the socket closed):
     /// std::errc::timed_out then. A zero or negative timeout times out at once.
-    static Task<Result<TcpStream>> connect(SocketAddr addr, std::chrono::nanoseconds timeout) {
-        return detail::connect_as<TcpStream>(addr, detail::is_ip(addr), SOCK_STREAM, IPPROTO_TCP, timeout);
-    }
+    static Task<Result<TcpStream>> connect(SocketAddr addr, std::chrono::nanoseconds timeout);
 
     /// Tries each of `addrs` in turn until one accepts: the first connection made, or, when
     /// none is, the error of the last one tried (EINVAL for an empty list). A cancelled task
@@ -123,17 +118,11 @@ public:
     /// socket has the port (and not both set reuse_port); EACCES for a port below 1024
     /// without the privilege. bind and listen go through the ring from Linux 6.11 and are
     /// plain system calls before.
-    static Task<Result<TcpListener>> bind(SocketAddr addr, ListenOptions opts = {}) {
-        return detail::bind_as<TcpListener>(
-            addr, detail::is_ip(addr), {.type = SOCK_STREAM, .protocol = IPPROTO_TCP, .opts = opts, .listen = true});
-    }
+    static Task<Result<TcpListener>> bind(SocketAddr addr, ListenOptions opts = {});
     /// The same set-up with plain system calls (socket, setsockopt, bind, listen), callable
     /// where no runtime runs: a constructor, or main before its runtime starts. The listener
     /// may then be used on any runtime.
-    static Result<TcpListener> bind_sync(const SocketAddr& addr, ListenOptions opts = {}) noexcept {
-        return detail::bind_sync_as<TcpListener>(
-            addr, detail::is_ip(addr), {.type = SOCK_STREAM, .protocol = IPPROTO_TCP, .opts = opts, .listen = true});
-    }
+    static Result<TcpListener> bind_sync(const SocketAddr& addr, ListenOptions opts = {}) noexcept;
 };
 
 } // namespace ringo::net

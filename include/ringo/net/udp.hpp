@@ -42,10 +42,7 @@ public:
     /// taken (unless every socket on it set reuse_port), EACCES below 1024 without the
     /// privilege. `opts.reuse_addr` and `opts.reuse_port` set SO_REUSEADDR and SO_REUSEPORT
     /// (both off by default for UDP); the backlog means nothing here.
-    static Task<Result<UdpSocket>> bind(SocketAddr addr, ListenOptions opts = {.reuse_addr = false}) {
-        return detail::bind_as<UdpSocket>(addr, detail::is_ip(addr),
-                                          {.type = SOCK_DGRAM, .protocol = IPPROTO_UDP, .opts = opts});
-    }
+    static Task<Result<UdpSocket>> bind(SocketAddr addr, ListenOptions opts = {.reuse_addr = false});
 
     /// SO_BROADCAST: allows sending to a broadcast address (else EACCES).
     Result<void> set_broadcast(bool on) noexcept { return detail::set_flag(fd_.get(), SOL_SOCKET, SO_BROADCAST, on); }

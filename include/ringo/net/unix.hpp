@@ -5,10 +5,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <chrono>
-#include <optional>
 #include <utility>
 
+#include <ringo/core/detail/chrono.hpp>
 #include <ringo/core/task.hpp>
 #include <ringo/io/fd.hpp>
 #include <ringo/io/result.hpp>
@@ -39,19 +38,13 @@ public:
     /// (SOCK_CLOEXEC) and IORING_OP_CONNECT. ENOENT when no file has that path, ECONNREFUSED
     /// when the file (or abstract name) has no listener, EACCES without write permission on
     /// the socket file; EAGAIN when the listener's queue is full.
-    static Task<Result<UnixStream>> connect(SocketAddr addr) {
-        return detail::connect_as<UnixStream>(addr, addr.is_unix(), SOCK_STREAM, 0, std::nullopt);
-    }
+    static Task<Result<UnixStream>> connect(SocketAddr addr);
     /// Same, but gives up after `timeout`: std::errc::timed_out.
-    static Task<Result<UnixStream>> connect(SocketAddr addr, std::chrono::nanoseconds timeout) {
-        return detail::connect_as<UnixStream>(addr, addr.is_unix(), SOCK_STREAM, 0, timeout);
-    }
+    static Task<Result<UnixStream>> connect(SocketAddr addr, std::chrono::nanoseconds timeout);
 
     /// Two connected, unnamed streams (socketpair(2), SOCK_CLOEXEC): what one writes the
     /// other reads. A plain system call (no waiting); EMFILE/ENFILE when out of descriptors.
-    static Result<std::pair<UnixStream, UnixStream>> pair() noexcept {
-        return detail::socket_pair<UnixStream>(SOCK_STREAM);
-    }
+    static Result<std::pair<UnixStream, UnixStream>> pair() noexcept;
 };
 
 /// What UnixListener::accept yields: the connection and the peer's address (unnamed unless
@@ -79,11 +72,7 @@ public:
     /// anything else is EAFNOSUPPORT) and listening with `backlog`. EADDRINUSE when the path
     /// exists (whatever the file is) or the abstract name is taken; ENOENT when the path's
     /// directory does not exist; EACCES without write permission on it.
-    static Task<Result<UnixListener>> bind(SocketAddr addr, int backlog = 1024) {
-        return detail::bind_as<UnixListener>(
-            addr, addr.is_unix(),
-            {.type = SOCK_STREAM, .protocol = 0, .opts = {.backlog = backlog, .reuse_addr = false}, .listen = true});
-    }
+    static Task<Result<UnixListener>> bind(SocketAddr addr, int backlog = 1024);
 };
 
 /// A Unix-domain datagram socket (SOCK_DGRAM, AF_UNIX): the same operations as UdpSocket,
@@ -102,23 +91,13 @@ public:
 
     /// A new socket (SOCK_CLOEXEC) bound to `addr` (a path or abstract name; anything else
     /// is EAFNOSUPPORT). EADDRINUSE when the path exists or the name is taken. A Task.
-    static Task<Result<UnixDatagram>> bind(SocketAddr addr) {
-        return detail::bind_as<UnixDatagram>(addr, addr.is_unix(),
-                                             {.type = SOCK_DGRAM, .protocol = 0, .opts = {.reuse_addr = false}});
-    }
+    static Task<Result<UnixDatagram>> bind(SocketAddr addr);
     /// A new socket bound to nothing (socket(2)): it can send_to, or connect and send. A plain
     /// system call.
-    static Result<UnixDatagram> unbound() noexcept {
-        int s = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (s < 0)
-            return errno_code(errno);
-        return UnixDatagram(Fd(s));
-    }
+    static Result<UnixDatagram> unbound() noexcept;
     /// Two connected, unnamed datagram sockets (socketpair(2), SOCK_CLOEXEC). A plain system
     /// call.
-    static Result<std::pair<UnixDatagram, UnixDatagram>> pair() noexcept {
-        return detail::socket_pair<UnixDatagram>(SOCK_DGRAM);
-    }
+    static Result<std::pair<UnixDatagram, UnixDatagram>> pair() noexcept;
 };
 
 } // namespace ringo::net
