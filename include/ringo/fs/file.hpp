@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <coroutine>
 #include <cstddef>
@@ -217,27 +216,7 @@ public:
     /// The file's bytes from `offset` to its end, in a string sized once from the file's
     /// size (a statx) and grown while reads still find data (a file that grows, or /proc's
     /// files that say 0): usually the statx and two reads.
-    Task<Result<std::string>> read_to_end(std::uint64_t offset = 0) {
-        Result<std::uint64_t> hint = co_await size();
-        std::size_t want = 0;
-        if (hint && *hint > offset)
-            want = static_cast<std::size_t>(*hint - offset);
-        std::string s;
-        s.resize(want + 1 < 4096 ? 4096 : want + 1); // one byte more: the read that ends it returns 0
-        std::size_t len = 0;
-        for (;;) {
-            if (len == s.size())
-                s.resize(s.size() * 2);
-            int r = co_await op::read(ref(), s.data() + len, s.size() - len, offset + len);
-            if (r < 0)
-                co_return errno_code(r);
-            if (r == 0)
-                break;
-            len += static_cast<std::size_t>(r);
-        }
-        s.resize(len);
-        co_return s;
-    }
+    Task<Result<std::string>> read_to_end(std::uint64_t offset = 0);
 
     /// Reads into registered buffer `buf_index` of the runtime's buf::BufferTable (`buf`
     /// must lie inside it, else EFAULT): one IORING_OP_READ_FIXED.
@@ -290,15 +269,7 @@ public:
     /// its registered slot if it has one, then closes the descriptor. EBADF when there was
     /// none. Runs in a cancelled task too (close is a release operation). Afterwards the
     /// File owns nothing and every operation on it yields EBADF.
-    Task<Result<void>> close() {
-        int slot = registered_slot();
-        ref_ = op::FileRef(-1);
-        Fd fd = std::move(fd_);
-        if (slot >= 0)
-            (void)co_await op::close(op::Fixed{static_cast<unsigned>(slot)});
-        int r = co_await fd.close();
-        co_return Result<void>::from_res(r);
-    }
+    Task<Result<void>> close();
 
     /// The descriptor (-1 when closed).
     [[nodiscard]] int get() const noexcept { return fd_.get(); }

@@ -6,10 +6,11 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include <chrono>
+#include <concepts>
 #include <cstdint>
-#include <filesystem>
 #include <string>
+
+#include <ringo/core/detail/chrono.hpp>
 
 namespace ringo::fs {
 
@@ -24,8 +25,14 @@ public:
     PathRef(const char* p) noexcept : p_(p) {} // NOLINT: implicit on purpose
     /// The string's c_str().
     PathRef(const std::string& s) noexcept : p_(s.c_str()) {} // NOLINT
-    /// The path's c_str().
-    PathRef(const std::filesystem::path& p) noexcept : p_(p.c_str()) {} // NOLINT
+    /// The path's c_str(): a `std::filesystem::path` (whose c_str() is a `const char*` on
+    /// Linux), or any other type with such a c_str(). (A template, so that this header does
+    /// not need <filesystem>: a caller holding a path has included it.)
+    template <class P>
+    requires requires(const P& p) {
+        { p.c_str() } -> std::same_as<const char*>;
+    }
+    PathRef(const P& p) noexcept : p_(p.c_str()) {} // NOLINT
     /// The NUL-terminated path.
     [[nodiscard]] const char* c_str() const noexcept { return p_; }
 
