@@ -1063,13 +1063,13 @@ REPO_PROGRAMS = {"include-times": "scripts/include-times"}
 # best run's user CPU time (and the lines the file preprocesses to). (name, row, tag): the
 # umbrella headers share a tag, so the ratio table compares ringo.hpp with asio.hpp only.
 INCLUDE_ROWS = [
-    ("ringo <ringo/ringo.hpp>", "ringo/ringo.hpp", "umbrella"),
-    ("ringo <ringo/net/tcp.hpp>", "ringo/net/tcp.hpp", "single"),
-    ("ringo <ringo/fs/file.hpp>", "ringo/fs/file.hpp", "single"),
-    ("ringo <ringo/core/runtime.hpp>", "ringo/core/runtime.hpp", "single"),
-    ("ringo <ringo/op/file.hpp>", "ringo/op/file.hpp", "single"),
-    ("asio <asio.hpp>", "asio.hpp", "umbrella"),
-    ("liburing <liburing.h>", "liburing.h", "liburing"),
+    ("ringo ringo/ringo.hpp", "ringo/ringo.hpp", "umbrella"),
+    ("ringo ringo/net/tcp.hpp", "ringo/net/tcp.hpp", "single"),
+    ("ringo ringo/fs/file.hpp", "ringo/fs/file.hpp", "single"),
+    ("ringo ringo/core/runtime.hpp", "ringo/core/runtime.hpp", "single"),
+    ("ringo ringo/op/file.hpp", "ringo/op/file.hpp", "single"),
+    ("asio asio.hpp", "asio.hpp", "umbrella"),
+    ("liburing liburing.h", "liburing.h", "liburing"),
     ("ten standard headers", "standard", "standard"),
 ]
 INCLUDE_CPU = Metric("user CPU s (best of the program's runs)", lambda j: j.get("user_cpu_seconds"),
@@ -1089,11 +1089,11 @@ FIGURES.append(Figure(
     {"quick": dict(points=[{"x": "g++", "cxx": "g++", "reps": 3}], reps=1),
      "full": dict(points=[{"x": "g++", "cxx": "g++", "reps": 3}], reps=3)},
     plot="bars",
-    targets=[Target("ringo <ringo/ringo.hpp>", "", 0, "every x", "<ringo/ringo.hpp> at most 1.0 s of user CPU",
+    targets=[Target("ringo ringo/ringo.hpp", "", 0, "every x", "at most 1.0 s of user CPU",
                     field="user_cpu_s", max_value=1.0),
-             Target("ringo <ringo/ringo.hpp>", "asio <asio.hpp>", 1.0, "every x",
-                    "<ringo/ringo.hpp> at most asio.hpp's user CPU"),
-             Target("ringo <ringo/net/tcp.hpp>", "", 0, "every x", "<ringo/net/tcp.hpp> at most 0.7 s of user CPU",
+             Target("ringo ringo/ringo.hpp", "asio asio.hpp", 1.0, "every x",
+                    "at most asio.hpp's user CPU"),
+             Target("ringo ringo/net/tcp.hpp", "", 0, "every x", "at most 0.7 s of user CPU",
                     field="user_cpu_s", max_value=0.7)],
     notes=["Each row is scripts/include-times --json --only ROW: a file holding only that #include (the ten "
            "standard headers: algorithm, chrono, functional, memory, mutex, optional, string, thread, variant, "
