@@ -27,7 +27,7 @@ public:
     PathRef(const std::string& s) noexcept : p_(s.c_str()) {} // NOLINT
     /// The path's c_str(): a `std::filesystem::path` (whose c_str() is a `const char*` on
     /// Linux), or any other type with such a c_str(). (A template, so that this header does
-    /// not need <filesystem>: a caller holding a path has included it.)
+    /// not need `<filesystem>`: a caller holding a path has included it.)
     template <class P>
     requires requires(const P& p) {
         { p.c_str() } -> std::same_as<const char*>;

@@ -103,7 +103,7 @@ template <class T>
 class Result;
 
 namespace detail {
-/// std::invoke(f, v) for the one value and_then and transform pass, without <functional> (which
+/// std::invoke(f, v) for the one value and_then and transform pass, without `<functional>` (which
 /// would add a tenth to what including a header of the I/O layer costs): a callable is called
 /// with `v`; a pointer to a member function or data member is applied to `v`, or to what `v`
 /// points to. (Unlike std::invoke, a std::reference_wrapper `v` is not unwrapped.)
