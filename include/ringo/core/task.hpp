@@ -537,9 +537,8 @@ public:
             // Awaited by a coroutine of another kind, the task's own context may still hang in
             // its runtime's tree (hang_foreign_awaited; a task that ended by an exception has
             // left it): out first, so that the two words hold no exception. An awaited task's
-            // second word is never written otherwise.
-            if (h.promise().own_ctx_.linked()) [[unlikely]]
-                h.promise().own_ctx_.unlink();
+            // second word is never written otherwise. (unlink tests for that itself.)
+            h.promise().own_ctx_.unlink();
             return h.promise().result();
         }
     };
