@@ -1,11 +1,10 @@
 #include <ringo/core/blocking.hpp>
+#include <ringo/core/detail/parker.hpp>
 #include <ringo/uring/compat.hpp>
 
-#include <linux/futex.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,10 +21,6 @@ namespace ringo {
 
 namespace detail {
 namespace {
-
-void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept {
-    ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
 
 /// The process-wide pool. Created on first use and never destroyed: its threads are detached
 /// and may still be running or waiting at exit, so nothing they touch may go with static
@@ -139,7 +134,7 @@ private:
             std::uint64_t one = 1;
             [[maybe_unused]] ssize_t r = ::write(j.event_fd, &one, sizeof one);
         } else {
-            futex_wake_all(&j.state);
+            futex_wake(&j.state, INT_MAX);
         }
         j.release();
     }
@@ -309,10 +304,9 @@ void BlockingWait::on_cqe(Completion* c, int res, std::uint32_t) {
 }
 
 void BlockingWait::wait_done() noexcept {
-    timespec tick{0, 1000000}; // 1 ms: the pool thread may have woken the eventfd, not the word
+    // 1 ms at a time: the pool thread may have woken the eventfd, not the word.
     while (job->state.load(std::memory_order_acquire) != BlockingJob::done)
-        ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&job->state), FUTEX_WAIT_PRIVATE, BlockingJob::pending,
-                  &tick, nullptr, 0);
+        futex_sleep(job->state, BlockingJob::pending, 1000000);
 }
 
 void throw_blocking_refusal(BlockingRefusal r) {

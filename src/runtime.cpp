@@ -114,11 +114,7 @@ namespace {
         return std::noop_coroutine();
     }
     auto* tw = static_cast<ThreadJoinWaiter*>(w);
-    {
-        std::lock_guard lk(tw->m);
-        tw->done = true;
-        tw->cv.notify_one();
-    }
+    tw->parker.notify();
     return std::noop_coroutine();
 }
 } // namespace
@@ -574,9 +570,7 @@ void Runtime::shutdown() {
             auto* w = reinterpret_cast<detail::JoinWaiter*>(old & ~detail::join_linked_tag);
             if (!w->h) {
                 auto* tw = static_cast<detail::ThreadJoinWaiter*>(w);
-                std::lock_guard lk(tw->m);
-                tw->done = true;
-                tw->cv.notify_one();
+                tw->parker.notify();
             } else if (w->rt && w->rt != this) {
                 detail::wake_join_waiter(*w);
             }

@@ -206,9 +206,32 @@ void RuntimePool::begin_shutdown() {
         h.second();
 }
 
+namespace detail {
+bool PoolLink::wait_idle(std::int64_t timeout_ns) noexcept {
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+        // The count first: a task that ends after this load changes it, and the sleep below
+        // returns at once.
+        const std::uint32_t seen = emptied.load(std::memory_order_seq_cst);
+        if (live.load(std::memory_order_seq_cst) == 0)
+            return true;
+        std::int64_t left = -1;
+        if (timeout_ns >= 0) {
+            left = timeout_ns - std::chrono::nanoseconds(std::chrono::steady_clock::now() - start).count();
+            if (left <= 0)
+                return live.load(std::memory_order_seq_cst) == 0;
+        }
+        futex_sleep(emptied, seen, left);
+    }
+}
+} // namespace detail
+
 bool RuntimePool::wait_idle_for(std::chrono::milliseconds d) {
-    std::unique_lock lk(link_.m);
-    return link_.idle.wait_for(lk, d, [&] { return link_.live.load(std::memory_order_seq_cst) == 0; });
+    // A wait of more than about 292 years (what nanoseconds hold) has no limit.
+    constexpr auto most = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::nanoseconds::max());
+    if (d >= most)
+        return link_.wait_idle(-1);
+    return link_.wait_idle(d.count() < 0 ? 0 : std::chrono::nanoseconds(d).count());
 }
 
 void RuntimePool::shutdown() {
@@ -216,10 +239,7 @@ void RuntimePool::shutdown() {
     if (stopped_)
         return;
     begin_shutdown();
-    {
-        std::unique_lock ilk(link_.m);
-        link_.idle.wait(ilk, [&] { return link_.live.load(std::memory_order_seq_cst) == 0; });
-    }
+    link_.wait_idle(-1);
     stop_threads();
 }
 

@@ -445,6 +445,19 @@ TEST(RuntimePool, ShutdownForCancelsAfterTheGracePeriod) {
     EXPECT_EQ(stuck.join(), -ECANCELED);
 }
 
+TEST(RuntimePool, ShutdownForReturnsAsTheLastTaskEnds) {
+    // The pool sleeps on a futex word until its last task ends: the task's end must wake it,
+    // long before the grace period would.
+    RuntimePool pool(2);
+    for (int i = 0; i < 4; ++i)
+        pool.spawn([](int i) -> Task<void> { co_await ringo::sleep_for(std::chrono::milliseconds(20 + 10 * i)); }(i))
+            .detach();
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(pool.shutdown_for(std::chrono::seconds(60)));
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+    EXPECT_EQ(pool.live_tasks(), 0);
+}
+
 TEST(RuntimePool, ShutdownFromAPoolThreadThrows) {
     RuntimePool pool(1);
     auto h = pool.spawn([](RuntimePool& p) -> Task<bool> {

@@ -3,14 +3,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <coroutine>
 #include <cstdint>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <utility>
 
+#include <ringo/core/detail/parker.hpp>
+#include <ringo/core/detail/std_parts.hpp>
 #include <ringo/core/runtime.hpp>
 #include <ringo/core/task.hpp>
 
@@ -52,9 +51,7 @@ struct ThreadJoinWaiter : JoinWaiter {
         h = {};
         rt = nullptr;
     }
-    std::mutex m;
-    std::condition_variable cv;
-    bool done = false;
+    ThreadParker parker; // notified when the task's end (or the runtime's) lets the thread go
 };
 
 [[noreturn, gnu::cold, gnu::noinline]] inline void throw_join_misuse() {
@@ -256,8 +253,7 @@ public:
         const std::uintptr_t me =
             reinterpret_cast<std::uintptr_t>(static_cast<detail::JoinWaiter*>(&w)) | detail::join_linked_tag;
         if (p.join_.compare_exchange_strong(expected, me, std::memory_order_acq_rel, std::memory_order_acquire)) {
-            std::unique_lock lk(w.m);
-            w.cv.wait(lk, [&] { return w.done; });
+            w.parker.wait();
         }
         return take();
     }

@@ -3,23 +3,21 @@
 
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <coroutine>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <vector>
 
 #include <ringo/core/detail/completion.hpp>
 #include <ringo/core/detail/inbox.hpp>
 #include <ringo/core/detail/io_engine.hpp>
 #include <ringo/core/detail/scheduler.hpp>
+#include <ringo/core/detail/std_parts.hpp>
 #include <ringo/core/detail/task_registry.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/task.hpp>

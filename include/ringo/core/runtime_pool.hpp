@@ -6,14 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include <ringo/core/detail/chrono.hpp>
+#include <ringo/core/detail/std_parts.hpp>
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/options.hpp>
 #include <ringo/core/runtime.hpp>

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -19,6 +18,7 @@
 
 #include <ringo/compose/cancel.hpp>
 #include <ringo/core/detail/chrono.hpp>
+#include <ringo/core/detail/std_parts.hpp>
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/runtime_pool.hpp>
 #include <ringo/core/time.hpp>

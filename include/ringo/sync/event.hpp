@@ -1,8 +1,7 @@
 // ringo/sync/event.hpp - Event: a flag that tasks and threads wait for.
 #pragma once
 
-#include <mutex>
-
+#include <ringo/core/detail/std_parts.hpp>
 #include <ringo/sync/condition_waiters.hpp>
 
 namespace ringo {

@@ -1,7 +1,6 @@
 // ringo/uring/probe.hpp - what the running kernel's io_uring supports, read once at setup.
 #pragma once
 
-#include <bitset>
 #include <cstdint>
 
 #include <ringo/uring/compat.hpp>
@@ -18,7 +17,7 @@ public:
     static constexpr std::uint8_t always_present_last = compat::opcode::epoll_ctl;
 
     /// True if the kernel reported `opcode` as supported.
-    [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return ops_[opcode]; }
+    [[nodiscard]] bool supports(std::uint8_t opcode) const noexcept { return (ops_[opcode >> 6] >> (opcode & 63)) & 1; }
     /// One past the highest opcode the kernel knows (the probe's last_op + 1).
     [[nodiscard]] unsigned kernel_last_op() const noexcept { return last_op_; }
     /// IORING_FEAT_* bits the kernel reported at setup.
@@ -30,18 +29,22 @@ public:
     /// and for programs that want to keep ringo away from an operation: every operation
     /// with a hidden opcode then yields -EOPNOTSUPP without being submitted, awaited alone,
     /// in a group (when_all, when_any, link) or queued raw.
-    void set_supported(std::uint8_t opcode, bool on) noexcept { ops_[opcode] = on; }
+    void set_supported(std::uint8_t opcode, bool on) noexcept {
+        const std::uint64_t bit = std::uint64_t{1} << (opcode & 63);
+        ops_[opcode >> 6] = on ? ops_[opcode >> 6] | bit : ops_[opcode >> 6] & ~bit;
+    }
 
     /// Marks every opcode unsupported and records `last_op` (one past the highest the kernel
     /// knows) and the IORING_FEAT_* `features`; set_supported then fills the opcodes in.
     void reset(unsigned last_op, std::uint32_t features) noexcept {
-        ops_.reset();
+        for (std::uint64_t& w : ops_)
+            w = 0;
         last_op_ = last_op;
         features_ = features;
     }
 
 private:
-    std::bitset<256> ops_{};
+    std::uint64_t ops_[4]{}; // bit n of word n / 64: opcode n is supported (a bitset without <bitset>)
     unsigned last_op_ = 0;
     std::uint32_t features_ = 0;
 };

@@ -3,10 +3,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include <ringo/core/detail/completion.hpp>
+#include <ringo/core/detail/std_parts.hpp>
 
 namespace ringo {
 

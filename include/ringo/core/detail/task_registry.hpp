@@ -3,10 +3,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
+#include <climits>
 #include <cstdint>
-#include <mutex>
 
+#include <ringo/core/detail/parker.hpp>
 #include <ringo/core/task.hpp>
 
 namespace ringo::detail {
@@ -14,19 +14,21 @@ namespace ringo::detail {
 struct JoinWaiter;
 
 /// Shared by the runtimes of one RuntimePool (core/runtime_pool.hpp): the number of tasks alive on
-/// them (counted when spawned or posted, uncounted when they end), and the condition the
-/// pool waits on until it drops to zero.
+/// them (counted when spawned or posted, uncounted when they end), and the futex word the
+/// pool sleeps on until it drops to zero.
 struct PoolLink {
     std::atomic<std::int64_t> live{0};
-    std::mutex m;
-    std::condition_variable idle;
+    std::atomic<std::uint32_t> emptied{0}; // counts the times `live` dropped to zero
     void task_started() noexcept { live.fetch_add(1, std::memory_order_seq_cst); }
     void task_ended() noexcept {
         if (live.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard lk(m);
-            idle.notify_all();
+            emptied.fetch_add(1, std::memory_order_seq_cst);
+            futex_wake(&emptied, INT_MAX);
         }
     }
+    /// Waits until no task is alive, for at most `timeout_ns` (negative: no limit); false
+    /// when the time ran out first (src/runtime_pool.cpp).
+    bool wait_idle(std::int64_t timeout_ns) noexcept;
 };
 
 /// A runtime's reference to its ExceptionSink (created with the runtime, released with it).

@@ -6,11 +6,11 @@
 #include <sched.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <coroutine>
-#include <mutex>
 #include <stdexcept>
 
+#include <ringo/core/detail/parker.hpp>
+#include <ringo/core/detail/std_parts.hpp>
 #include <ringo/core/runtime.hpp>
 
 namespace ringo::detail {
@@ -47,24 +47,6 @@ private:
         }
     }
     std::atomic<bool> locked_{false};
-};
-
-/// Where a plain thread (not a runtime) sleeps while it waits on a primitive.
-struct ThreadParker {
-    std::mutex m;
-    std::condition_variable cv;
-    bool ready = false;
-    void wait() {
-        std::unique_lock lk(m);
-        cv.wait(lk, [this] { return ready; });
-    }
-    /// Under the parker's mutex, so the waiting thread cannot return (and free the parker)
-    /// before this is done with it.
-    void notify() {
-        std::lock_guard lk(m);
-        ready = true;
-        cv.notify_one();
-    }
 };
 
 /// One waiter of a primitive: a suspended coroutine (with its runtime) or a parked thread.
