@@ -274,6 +274,9 @@ struct EpollEngine::Impl {
         // edge without a first try (an event undrains it).
         bool stream = false;
         bool drained = false;
+        // Made by the engine (accept, socket) and not yet taken by an Fd: own_fd keeps what
+        // made() found instead of looking at the descriptor again.
+        bool just_made = false;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
@@ -534,6 +537,7 @@ struct EpollEngine::Impl {
             reset_fd(st);
             st.opened = true;
             st.direct = (flags & O_DIRECT) != 0;
+            st.just_made = true;
             return;
         }
         if (opcode != opc::accept && opcode != opc::socket)
@@ -550,6 +554,33 @@ struct EpollEngine::Impl {
         reset_fd(st);
         st.owned = true;
         st.stream = stream;
+        st.just_made = true;
+    }
+    // An Fd took `fd` (owned) or gave it up (release: the caller may close it behind the
+    // engine's back from now on). Taken, it is trusted as a descriptor the engine made: its
+    // kind is kept and its registration made once for its life, as its close comes through
+    // the engine (Fd's destructor, close_soon) or, from another thread, is caught as for a
+    // made one (verify_registrations). What the engine knew of the number before is
+    // forgotten (it may have been closed behind its back and the number reused), except
+    // what made() just found for the descriptor it made.
+    void own_fd(int fd, bool owned) {
+        if (fd < 0)
+            return;
+        FdState& st = fd_state(fd);
+        if (!owned) {
+            st.owned = false;
+            st.just_made = false;
+            return;
+        }
+        if (st.just_made) {
+            st.just_made = false;
+            return;
+        }
+        reset_fd(st);
+        st.owned = true;
+        int type = 0;
+        socklen_t len = sizeof type;
+        st.stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
     }
 
     void finish(Pending* p, int res) {
@@ -639,9 +670,11 @@ struct EpollEngine::Impl {
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
         ev.data.fd = fd;
         const bool mod_first = s.registered;
+        ++registrations;
         if (::epoll_ctl(epfd, mod_first ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0) {
             if (errno != (mod_first ? ENOENT : EEXIST))
                 return -errno;
+            ++registrations;
             if (::epoll_ctl(epfd, mod_first ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0)
                 return -errno;
         }
@@ -649,6 +682,7 @@ struct EpollEngine::Impl {
         return 0;
     }
     static constexpr int verify_ms = 10;
+    std::uint64_t registrations = 0; // epoll_ctl calls of watch and verify_registrations
     unsigned unverified_fds = 0;
     unsigned polls_since_verify = 0;
     // What the engine knew of a descriptor number, forgotten; its waiters (none, unless the
@@ -683,8 +717,10 @@ struct EpollEngine::Impl {
             epoll_event ev{};
             ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
             ev.data.fd = fd;
+            ++registrations;
             if (::epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
                 continue; // it was alive: no edge was missed
+            registrations += errno == ENOENT;
             int e = errno == ENOENT && ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : errno;
             on_event(fd, EPOLLIN | EPOLLOUT);
             if (e != 0)
@@ -1294,6 +1330,11 @@ struct EpollEngine::Impl {
         default: return false;
         }
     }
+    // Calls that only a socket takes (anything else answers -ENOTSOCK).
+    static bool socket_only(std::uint8_t op) noexcept {
+        return op == opc::recv || op == opc::send || op == opc::recvmsg || op == opc::sendmsg || op == opc::accept ||
+               op == opc::connect;
+    }
     static bool is_write(std::uint8_t op) noexcept {
         return op == opc::send || op == opc::sendmsg || op == opc::connect || op == opc::write || op == opc::writev;
     }
@@ -1800,7 +1841,12 @@ struct EpollEngine::Impl {
             // (After a miss it looks again: the pool's trip dwarfs an fstat, and a file opened
             // with O_DIRECT since under the same number is found out.)
             trusted = tried == AtOnce::not_tried && st.kind == Kind::blocking && st.regular && positional(s);
-            if (!trusted && ((!st.owned && !st.readers && !st.writers && !st.pollers) || st.kind == Kind::blocking))
+            // (A call that only a socket takes, on what was last found a socket, needs no new
+            // look: should the number name something else now, the call itself says so with
+            // the kernel's own -ENOTSOCK, -EBADF, never by waiting.)
+            const bool socket_call = st.kind == Kind::socket && socket_only(s.opcode);
+            if (!trusted && !socket_call &&
+                ((!st.owned && !st.readers && !st.writers && !st.pollers) || st.kind == Kind::blocking))
                 st.kind = Kind::unknown;
         }
         Kind k = kind_of(s.fd);
@@ -2042,6 +2088,15 @@ int EpollEngine::unregister_buf_ring(std::uint16_t bgid) noexcept {
     groups[bgid] = {};
     return 0;
 }
+
+void EpollEngine::own_fd(int fd, bool owned) noexcept {
+    try {
+        impl_->own_fd(fd, owned);
+    } catch (...) { // (the table could not grow: the descriptor stays untrusted)
+    }
+}
+
+std::uint64_t EpollEngine::registrations() const noexcept { return impl_->registrations; }
 
 void EpollEngine::fill_probe(Probe& p) const noexcept {
     p.reset(opc::known_last, compat::feat::nodrop | compat::feat::rw_cur_pos | compat::feat::ext_arg |

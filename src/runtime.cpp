@@ -265,6 +265,7 @@ RuntimeStats Runtime::stats() const noexcept {
     s.wakeups = inbox_.wakeups();
     s.wakeups_by_sqe = inbox_.wakeups_by_sqe();
     s.tasks_migrated_in = registry_.migrated_in();
+    s.readiness_registrations = engine_.ring.readiness_registrations();
     return s;
 }
 

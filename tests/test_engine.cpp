@@ -463,6 +463,110 @@ TEST(EpollEngine, AMadeSocketClosedBehindItsBackAndItsNumberReused) {
     ::close(pfd[1]);
 }
 
+namespace {
+// Rounds of a read that waits on `fd` while its peer is written only once the wait is in
+// place (a nop's trip through the engine, which takes the read's SQE with it); yields the
+// registration calls (epoll_ctl) the rounds made.
+Task<std::uint64_t> waits_on(int fd, int peer, int rounds) {
+    Runtime* rt = Runtime::current();
+    const std::uint64_t before = rt->stats().readiness_registrations;
+    for (int i = 0; i < rounds; ++i) {
+        auto reader = ringo::spawn([](int fd) -> Task<int> {
+            char b[16];
+            co_return co_await op::read(fd, b, sizeof b, static_cast<std::uint64_t>(-1));
+        }(fd));
+        int nop = co_await op::nop();
+        EXPECT_EQ(nop, 0);
+        EXPECT_EQ(::write(peer, "ping", 4), 4);
+        int got = co_await reader;
+        EXPECT_EQ(got, 4);
+    }
+    co_return rt->stats().readiness_registrations - before;
+}
+} // namespace
+
+// A descriptor that a ringo::Fd owns is registered once for its life, as one the engine made
+// (its close comes through the engine); a bare descriptor number is registered again at each
+// wait, as it may be closed and reused behind the engine's back, and so is one the Fd gave up
+// (release). Moved to another Fd, it stays registered.
+TEST(EpollEngine, AnFdOwnedDescriptorIsRegisteredOnce) {
+    Pair a, b;
+    Runtime rt(epoll());
+    rt.block_on([](int bare, int peer_of_bare, int other, int peer_of_other) -> Task<void> {
+        std::uint64_t bare_calls = co_await waits_on(bare, peer_of_bare, 4);
+        EXPECT_GE(bare_calls, 4u);
+        ringo::Fd owned(::fcntl(other, F_DUPFD_CLOEXEC, 0));
+        EXPECT_TRUE(owned.valid());
+        std::uint64_t owned_calls = co_await waits_on(owned.get(), peer_of_other, 4);
+        EXPECT_EQ(owned_calls, 1u);
+        ringo::Fd moved;
+        moved = std::move(owned); // (still the same owner's: nothing new to register)
+        std::uint64_t moved_calls = co_await waits_on(moved.get(), peer_of_other, 2);
+        EXPECT_EQ(moved_calls, 0u);
+        int raw = moved.release();
+        std::uint64_t released_calls = co_await waits_on(raw, peer_of_other, 3);
+        EXPECT_GE(released_calls, 3u);
+        EXPECT_EQ(::close(raw), 0);
+    }(a.fd[0], a.fd[1], b.fd[0], b.fd[1]));
+    EXPECT_EQ(rt.stats().ops_in_flight, 0u);
+}
+
+// An Fd closed through the engine (its destructor) takes the trust with it: the number,
+// reused by a pipe that no Fd owns, is registered at its waits and its reads end.
+TEST(EpollEngine, AnFdClosedAndItsNumberReusedByABareDescriptor) {
+    Pair p;
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+    Runtime rt(epoll());
+    rt.block_on([](int sock, int peer, int pipe_r, int pipe_w) -> Task<void> {
+        int number;
+        {
+            ringo::Fd owned(::fcntl(sock, F_DUPFD_CLOEXEC, 0));
+            number = owned.get();
+            std::uint64_t calls = co_await waits_on(number, peer, 2);
+            EXPECT_EQ(calls, 1u);
+        }
+        // The Fd's close went to the engine's queue; a nop's trip takes it there.
+        int nop = co_await op::nop();
+        EXPECT_EQ(nop, 0);
+        EXPECT_EQ(::dup3(pipe_r, number, O_CLOEXEC), number);
+        std::uint64_t calls = co_await waits_on(number, pipe_w, 2);
+        EXPECT_GE(calls, 2u);
+        EXPECT_EQ(::close(number), 0);
+    }(p.fd[0], p.fd[1], pipe_fds[0], pipe_fds[1]));
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+}
+
+// A call only a socket takes, on a bare number last found a socket, is made without looking at
+// the descriptor again: closed behind the engine's back and its number reused by a pipe, the
+// call answers as the kernel does (-ENOTSOCK), and a read of the pipe then waits for its data.
+TEST(EpollEngine, ASocketNumberReusedByAPipeAnswersNotASocket) {
+    Pair p;
+    int pipe_fds[2];
+    ASSERT_EQ(::pipe2(pipe_fds, O_CLOEXEC), 0);
+    Runtime rt(epoll());
+    rt.block_on([](int peer, int pipe_r, int pipe_w) -> Task<void> {
+        int number = ::fcntl(peer, F_DUPFD_CLOEXEC, 0);
+        EXPECT_GE(number, 0);
+        int sent = co_await op::send(number, "hi", 2); // (found a socket)
+        EXPECT_EQ(sent, 2);
+        EXPECT_EQ(::close(number), 0); // behind the engine's back
+        EXPECT_EQ(::dup3(pipe_r, number, O_CLOEXEC), number);
+        int r = co_await op::recv(number, nullptr, 0);
+        EXPECT_EQ(r, -ENOTSOCK);
+        r = co_await op::send(number, "x", 1);
+        EXPECT_EQ(r, -ENOTSOCK);
+        std::uint64_t calls = co_await waits_on(number, pipe_w, 2);
+        EXPECT_GE(calls, 2u);
+        EXPECT_EQ(::close(number), 0);
+    }(p.fd[1], pipe_fds[0], pipe_fds[1]));
+    char b[4];
+    EXPECT_EQ(::read(p.fd[0], b, sizeof b), 2);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+}
+
 // What a descriptor is, is cached: a positional read of a regular file makes no fstat or
 // fcntl. Closed behind the engine's back and its number reused by a pipe, reads and writes
 // at an offset find out from the call's -ESPIPE and run as the pipe's (at once, by readiness

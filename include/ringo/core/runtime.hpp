@@ -69,6 +69,11 @@ struct RuntimeStats {
     std::uint64_t wakeups = 0;           ///< wake-up messages sent to this runtime (at most one per batch of items)
     std::uint64_t wakeups_by_sqe = 0;    ///< of which IORING_OP_MSG_RING SQEs on the sender's ring (no extra syscall)
     std::uint64_t tasks_migrated_in = 0; ///< tasks that moved here with switch_to
+    /// On the epoll engine, the epoll_ctl calls it made to register or re-arm a descriptor for
+    /// readiness: once in the life of a descriptor it made (accept, socket) or that a ringo::Fd
+    /// owns; at each wait for a bare descriptor number, which may be closed and reused behind
+    /// its back. 0 on io_uring.
+    std::uint64_t readiness_registrations = 0;
 };
 
 /// One io_uring and the tasks that run on it; one thread drives it (the thread that

@@ -35,6 +35,18 @@ inline void close_soon(int fd) noexcept {
     (void)::close(fd);
 }
 
+namespace detail {
+/// Tells the epoll engine of the runtime driving this thread (if any) that an Fd took `fd`
+/// (`owned`) or gave it up: a descriptor an Fd owns closes through the engine, which can
+/// therefore register it once for its life and keep what it is, as for one it made itself.
+inline void note_fd_owner(int fd, bool owned) noexcept {
+    if (fd < 0)
+        return;
+    if (Runtime* rt = Runtime::current(); rt && rt->engine() == Engine::epoll) [[unlikely]]
+        RuntimeAccess::engine(*rt).ring.own_fd(fd, owned);
+}
+} // namespace detail
+
 /// What Fd::close() returns: awaits the close (0 or -errno). Through the ring on a runtime,
 /// where it is a release operation (it also runs in a cancelled task, uninterrupted);
 /// close(2) where there is no runtime or the kernel lacks IORING_OP_CLOSE.
@@ -90,14 +102,20 @@ private:
 class Fd {
 public:
     Fd() noexcept = default;
-    /// Takes ownership of `fd`. A negative value (a -errno result, or -1) owns nothing.
-    explicit Fd(int fd) noexcept : fd_(fd) {}
+    /// Takes ownership of `fd`. A negative value (a -errno result, or -1) owns nothing. On
+    /// the epoll engine, the runtime of this thread then registers the descriptor once for
+    /// its life, as it does the ones it makes (accept, socket): a descriptor an Fd owns closes
+    /// through it.
+    explicit Fd(int fd) noexcept : fd_(fd) { detail::note_fd_owner(fd, true); }
     /// Takes `o`'s descriptor over; `o` owns none.
     Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
     /// Closes the descriptor it owns (as the destructor does), then takes `o`'s over.
     Fd& operator=(Fd&& o) noexcept {
-        if (this != &o)
-            reset(std::exchange(o.fd_, -1));
+        if (this != &o) {
+            int old = std::exchange(fd_, std::exchange(o.fd_, -1));
+            if (old != fd_)
+                close_soon(old);
+        }
         return *this;
     }
     Fd(const Fd&) = delete;
@@ -114,12 +132,17 @@ public:
     operator op::FileRef() const noexcept { return op::FileRef(fd_); } // NOLINT: pass it to any operation
 
     /// Gives up ownership: returns the descriptor, which the caller now closes.
-    [[nodiscard]] int release() noexcept { return std::exchange(fd_, -1); }
+    [[nodiscard]] int release() noexcept {
+        detail::note_fd_owner(fd_, false);
+        return std::exchange(fd_, -1);
+    }
     /// Closes what it owns (as the destructor does) and takes `fd` instead.
     void reset(int fd = -1) noexcept {
         int old = std::exchange(fd_, fd);
-        if (old != fd)
+        if (old != fd) {
             close_soon(old);
+            detail::note_fd_owner(fd, true);
+        }
     }
     /// Closes it now: `co_await fd.close()` yields 0 or -errno (-EBADF when it owns none).
     /// The Fd owns nothing from here on, whatever the result.

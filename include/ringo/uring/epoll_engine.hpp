@@ -23,8 +23,8 @@ namespace ringo::uring {
 ///   - readiness: sockets (MSG_DONTWAIT) and pipes, eventfds, terminals in non-blocking mode:
 ///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (an
 ///     edge-triggered epoll registration: kept for the descriptor's life when the engine made
-///     it, by accept or socket; made or re-armed at each wait for any other) and is
-///     tried again. recv, send, recvmsg, sendmsg, accept (and multishot accept), connect,
+///     it, by accept or socket, or a ringo::Fd owns it (own_fd); made or re-armed at each wait
+///     for any other) and is tried again. recv, send, recvmsg, sendmsg, accept (and multishot accept), connect,
 ///     read, write, readv, writev, poll_add (and multishot poll);
 ///   - thread pool: regular files and block devices (read, write, readv, writev, fsync,
 ///     fallocate, ftruncate, sync_file_range), descriptors that cannot be read without
@@ -68,6 +68,12 @@ public:
     /// Unregisters buffer group `bgid`: 0, or -EINVAL when none is registered.
     int unregister_buf_ring(std::uint16_t bgid) noexcept;
 
+    /// An owner (ringo::Fd) took descriptor `fd` (`owned`) or gave it up: a descriptor taken
+    /// is trusted as one the engine made (registered once for its life, what it is kept), as
+    /// its close comes through the engine.
+    void own_fd(int fd, bool owned) noexcept;
+    /// The epoll_ctl calls it made to register or re-arm descriptors so far.
+    [[nodiscard]] std::uint64_t registrations() const noexcept;
     /// The opcodes this engine runs (for the Ring's probe).
     void fill_probe(Probe& p) const noexcept;
 

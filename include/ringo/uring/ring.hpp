@@ -218,6 +218,14 @@ public:
     int register_buf_ring(io_uring_buf_reg& reg) noexcept;
     /// Unregisters buffer group `bgid`: 0 or -errno.
     int unregister_buf_ring(std::uint16_t bgid) noexcept;
+    /// On the epoll engine, an owner (ringo::Fd) took descriptor `fd` or gave it up
+    /// (EpollEngine::own_fd); nothing on io_uring, where a descriptor needs no registration.
+    void own_fd(int fd, bool owned) noexcept {
+        if (emu_)
+            emu_->own_fd(fd, owned);
+    }
+    /// The epoll engine's registration calls so far (EpollEngine::registrations); 0 on io_uring.
+    [[nodiscard]] std::uint64_t readiness_registrations() const noexcept { return emu_ ? emu_->registrations() : 0; }
 
     /// The opcode probe (set_supported hides an operation from every runtime on this ring).
     Probe& probe() noexcept { return probe_; }
