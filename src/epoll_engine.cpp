@@ -274,9 +274,14 @@ struct EpollEngine::Impl {
         // edge without a first try (an event undrains it).
         bool stream = false;
         bool drained = false;
-        // Made by the engine (accept, socket) and not yet taken by an Fd: own_fd keeps what
-        // made() found instead of looking at the descriptor again.
+        // Made by the engine (accept, socket, openat) and neither taken by an Fd nor called on
+        // since: own_fd keeps what made() found.
         bool just_made = false;
+        // Owned by a ringo::Fd (own_fd), whose close comes through the engine: its
+        // registration is kept, as a made one's, but what it is is looked at as for a bare
+        // number (the Fd may yet be closed where the engine does not see it: on another
+        // thread, or with no runtime current).
+        bool adopted = false;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
@@ -557,18 +562,19 @@ struct EpollEngine::Impl {
         st.just_made = true;
     }
     // An Fd took `fd` (owned) or gave it up (release: the caller may close it behind the
-    // engine's back from now on). Taken, it is trusted as a descriptor the engine made: its
-    // kind is kept and its registration made once for its life, as its close comes through
-    // the engine (Fd's destructor, close_soon) or, from another thread, is caught as for a
-    // made one (verify_registrations). What the engine knew of the number before is
-    // forgotten (it may have been closed behind its back and the number reused), except
-    // what made() just found for the descriptor it made.
+    // engine's back from now on). Taken, its registration is made once and kept for its life
+    // (adopted), as its close comes through the engine (Fd's destructor, close_soon); a close
+    // the engine does not see (on another thread, with no runtime current) leaves a wait on a
+    // reused number late, never lost: verify_registrations re-arms it. What it is, is still
+    // looked at as for a bare number, so a stale word never changes what a call does. What
+    // the engine knew of the number before is forgotten (it may have been closed behind its
+    // back and reused), except what made() found for the descriptor it just made.
     void own_fd(int fd, bool owned) {
         if (fd < 0)
             return;
         FdState& st = fd_state(fd);
         if (!owned) {
-            st.owned = false;
+            st.adopted = false;
             st.just_made = false;
             return;
         }
@@ -577,10 +583,7 @@ struct EpollEngine::Impl {
             return;
         }
         reset_fd(st);
-        st.owned = true;
-        int type = 0;
-        socklen_t len = sizeof type;
-        st.stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+        st.adopted = true;
     }
 
     void finish(Pending* p, int res) {
@@ -659,7 +662,7 @@ struct EpollEngine::Impl {
     // after 1024 looks at the events: such a wait ends late, never not at all.
     int watch(int fd) {
         FdState& s = fd_state(fd);
-        if (s.registered && s.owned) {
+        if (s.registered && (s.owned || s.adopted)) {
             if (!s.unverified) {
                 s.unverified = true;
                 ++unverified_fds;
@@ -1330,10 +1333,12 @@ struct EpollEngine::Impl {
         default: return false;
         }
     }
-    // Calls that only a socket takes (anything else answers -ENOTSOCK).
+    // Calls that only a socket takes (anything else answers -ENOTSOCK) and that change
+    // nothing before they are made.
+    // (Not accept and connect: they first make the socket non-blocking, which must not
+    // happen to what the number may name now.)
     static bool socket_only(std::uint8_t op) noexcept {
-        return op == opc::recv || op == opc::send || op == opc::recvmsg || op == opc::sendmsg || op == opc::accept ||
-               op == opc::connect;
+        return op == opc::recv || op == opc::send || op == opc::recvmsg || op == opc::sendmsg;
     }
     static bool is_write(std::uint8_t op) noexcept {
         return op == opc::send || op == opc::sendmsg || op == opc::connect || op == opc::write || op == opc::writev;
@@ -1838,6 +1843,7 @@ struct EpollEngine::Impl {
                     return;
             }
             FdState& st = fd_state(s.fd); // (after read_at_once: what it ends may grow the table)
+            st.just_made = false;
             // (After a miss it looks again: the pool's trip dwarfs an fstat, and a file opened
             // with O_DIRECT since under the same number is found out.)
             trusted = tried == AtOnce::not_tried && st.kind == Kind::blocking && st.regular && positional(s);

@@ -38,7 +38,7 @@ inline void close_soon(int fd) noexcept {
 namespace detail {
 /// Tells the epoll engine of the runtime driving this thread (if any) that an Fd took `fd`
 /// (`owned`) or gave it up: a descriptor an Fd owns closes through the engine, which can
-/// therefore register it once for its life and keep what it is, as for one it made itself.
+/// therefore register it once for its life instead of at each wait.
 inline void note_fd_owner(int fd, bool owned) noexcept {
     if (fd < 0)
         return;
@@ -103,9 +103,9 @@ class Fd {
 public:
     Fd() noexcept = default;
     /// Takes ownership of `fd`. A negative value (a -errno result, or -1) owns nothing. On
-    /// the epoll engine, the runtime of this thread then registers the descriptor once for
-    /// its life, as it does the ones it makes (accept, socket): a descriptor an Fd owns closes
-    /// through it.
+    /// the epoll engine, the runtime of this thread then registers the descriptor with epoll
+    /// once for its life, as it does the ones it makes (accept, socket), not at each wait: a
+    /// descriptor an Fd owns closes through it.
     explicit Fd(int fd) noexcept : fd_(fd) { detail::note_fd_owner(fd, true); }
     /// Takes `o`'s descriptor over; `o` owns none.
     Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}

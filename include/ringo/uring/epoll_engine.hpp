@@ -68,9 +68,9 @@ public:
     /// Unregisters buffer group `bgid`: 0, or -EINVAL when none is registered.
     int unregister_buf_ring(std::uint16_t bgid) noexcept;
 
-    /// An owner (ringo::Fd) took descriptor `fd` (`owned`) or gave it up: a descriptor taken
-    /// is trusted as one the engine made (registered once for its life, what it is kept), as
-    /// its close comes through the engine.
+    /// An owner (ringo::Fd) took descriptor `fd` (`owned`) or gave it up. A descriptor taken
+    /// keeps its registration for its life, as one the engine made, since its close comes
+    /// through the engine; what it is, is still looked at as for a bare number.
     void own_fd(int fd, bool owned) noexcept;
     /// The epoll_ctl calls it made to register or re-arm descriptors so far.
     [[nodiscard]] std::uint64_t registrations() const noexcept;
