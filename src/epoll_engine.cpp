@@ -274,8 +274,8 @@ struct EpollEngine::Impl {
         // edge without a first try (an event undrains it).
         bool stream = false;
         bool drained = false;
-        // Made by the engine (accept, socket, openat) and neither taken by an Fd nor called on
-        // since: own_fd keeps what made() found.
+        // Made by the engine (accept, socket, openat) and not yet taken by an Fd: own_fd keeps
+        // what made() found.
         bool just_made = false;
         // Owned by a ringo::Fd (own_fd), whose close comes through the engine: its
         // registration is kept, as a made one's, but what it is is looked at as for a bare
@@ -573,9 +573,8 @@ struct EpollEngine::Impl {
         if (fd < 0)
             return;
         FdState& st = fd_state(fd);
-        if (!owned) {
-            st.adopted = false;
-            st.just_made = false;
+        if (!owned) { // (made by the engine or not, the caller may now close it anywhere)
+            reset_fd(st);
             return;
         }
         if (st.just_made) {
@@ -1843,7 +1842,6 @@ struct EpollEngine::Impl {
                     return;
             }
             FdState& st = fd_state(s.fd); // (after read_at_once: what it ends may grow the table)
-            st.just_made = false;
             // (After a miss it looks again: the pool's trip dwarfs an fstat, and a file opened
             // with O_DIRECT since under the same number is found out.)
             trusted = tried == AtOnce::not_tried && st.kind == Kind::blocking && st.regular && positional(s);

@@ -538,6 +538,38 @@ TEST(EpollEngine, AnFdClosedAndItsNumberReusedByABareDescriptor) {
     ::close(pipe_fds[1]);
 }
 
+// A descriptor the engine made, taken by an Fd and given up again (release), is one the caller
+// may close anywhere: closed with a plain close and its number reused by a regular file, a read
+// at an offset reads the file there, not as the socket it was.
+TEST(EpollEngine, AMadeSocketReleasedClosedAndItsNumberReusedByAFile) {
+    ringo_test::TempDir dir;
+    const std::string path = dir.file("f");
+    {
+        int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        ASSERT_GE(f, 0);
+        ASSERT_EQ(::write(f, "0123456789", 10), 10);
+        ::close(f);
+    }
+    Runtime rt(epoll());
+    std::string got = rt.block_on([](std::string path) -> Task<std::string> {
+        int made = co_await op::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        EXPECT_GE(made, 0);
+        ringo::Fd owned(made);
+        char probe[4];
+        int r = co_await op::recv(owned.get(), probe, sizeof probe, MSG_DONTWAIT); // (known a socket)
+        EXPECT_LT(r, 0);
+        int raw = owned.release();
+        EXPECT_EQ(::close(raw), 0); // not through the engine
+        int f = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        EXPECT_EQ(f, raw); // the lowest free number
+        char buf[4] = {};
+        int n = co_await op::read(f, buf, sizeof buf, 6);
+        ::close(f);
+        co_return std::string(buf, n > 0 ? n : 0);
+    }(path));
+    EXPECT_EQ(got, "6789");
+}
+
 // A call only a socket takes, on a bare number last found a socket, is made without looking at
 // the descriptor again: closed behind the engine's back and its number reused by a pipe, the
 // call answers as the kernel does (-ENOTSOCK), and a read of the pipe then waits for its data.
