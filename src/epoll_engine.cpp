@@ -266,7 +266,8 @@ struct EpollEngine::Impl {
         // statx of the descriptor says what it is (statx_at_once) without an fstat.
         bool opened = false;
         // A waiter parked on this descriptor without a registration call (owned, registered
-        // before): counted in unverified_fds until an event for it or verify_registrations.
+        // before): counted in unverified_fds until an event after which nothing waits on it, or
+        // verify_registrations.
         bool unverified = false;
         // A stream socket the engine made (SOCK_STREAM), and whether its last read found its
         // queue empty: an EAGAIN, or fewer bytes than asked (a stream socket's read copies what
@@ -282,6 +283,12 @@ struct EpollEngine::Impl {
         // number (the Fd may yet be closed where the engine does not see it: on another
         // thread, or with no runtime current).
         bool adopted = false;
+        // The registration's generation, in its events' data with the number: a registration
+        // made again (the number forgotten, or the kernel's registration found gone) takes the
+        // next one, and events of an older one are not this descriptor's. (The kernel keeps a
+        // registration while its file is open: a descriptor closed behind the engine's back
+        // whose file lives on under a dup still reports under its old number.)
+        std::uint32_t reg_gen = 0;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
@@ -361,7 +368,7 @@ struct EpollEngine::Impl {
         // counter would need 2^64 writes to fill (then a writer empties it: wake).
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLET;
-        ev.data.fd = -1;
+        ev.data.u64 = wake_tag;
         if (::epoll_ctl(epfd, EPOLL_CTL_ADD, wake_fd, &ev) < 0) {
             int e = errno;
             ::close(wake_fd);
@@ -657,8 +664,9 @@ struct EpollEngine::Impl {
     // A descriptor the engine made may still be closed behind its back with a plain close(2)
     // and its number come back from a call the engine did not make: a waiter parked without a
     // call is counted as unverified, and verify_registrations re-arms what is still unverified
-    // (an event for the descriptor verifies it) when a wait found nothing for verify_ms, or
-    // after 1024 looks at the events: such a wait ends late, never not at all.
+    // (an event after which nothing waits on the descriptor verifies it) when a wait found
+    // nothing for verify_ms, or after 1024 looks at the events: such a wait ends late, never
+    // not at all.
     int watch(int fd) {
         FdState& s = fd_state(fd);
         if (s.registered && (s.owned || s.adopted)) {
@@ -668,21 +676,31 @@ struct EpollEngine::Impl {
             }
             return 1;
         }
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
-        ev.data.fd = fd;
         const bool mod_first = s.registered;
-        ++registrations;
-        if (::epoll_ctl(epfd, mod_first ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev) < 0) {
+        if (arm(mod_first ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, s) < 0) {
             if (errno != (mod_first ? ENOENT : EEXIST))
                 return -errno;
-            ++registrations;
-            if (::epoll_ctl(epfd, mod_first ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) < 0)
+            if (arm(mod_first ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, s) < 0)
                 return -errno;
         }
         s.registered = true;
         return 0;
     }
+    // One registration call for `fd` (EPOLL_CTL_ADD or EPOLL_CTL_MOD), edge-triggered, for
+    // every event a waiter waits for; an add starts a new generation (reg_gen). Counted in
+    // RuntimeStats::readiness_registrations.
+    int arm(int op, int fd, FdState& s) noexcept {
+        if (op == EPOLL_CTL_ADD)
+            ++s.reg_gen;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
+        ev.data.u64 = (std::uint64_t{s.reg_gen} << 32) | static_cast<std::uint32_t>(fd);
+        ++registrations;
+        return ::epoll_ctl(epfd, op, fd, &ev);
+    }
+    // The wake eventfd's events (no descriptor's: a number's data has 32 bits of generation
+    // above it, and a generation of all ones with a number of all ones is never made).
+    static constexpr std::uint64_t wake_tag = ~std::uint64_t{0};
     static constexpr int verify_ms = 10;
     std::uint64_t registrations = 0; // epoll_ctl calls of watch and verify_registrations
     unsigned unverified_fds = 0;
@@ -690,10 +708,16 @@ struct EpollEngine::Impl {
     // What the engine knew of a descriptor number, forgotten; its waiters (none, unless the
     // descriptor was closed behind the engine's back) stay on their lists, where a cancel
     // finds them.
+    // A waiter still parked on the number may wait under a registration that is gone: it is
+    // counted as unverified (verify_registrations re-arms it). The generation is kept: the
+    // next registration (an add) takes the next one.
     void reset_fd(FdState& s) noexcept {
-        if (s.unverified)
-            --unverified_fds;
+        const bool waiting = s.readers || s.writers || s.pollers;
+        if (s.unverified != waiting)
+            waiting ? ++unverified_fds : --unverified_fds;
         FdState fresh{};
+        fresh.unverified = waiting;
+        fresh.reg_gen = s.reg_gen;
         fresh.readers = s.readers;
         fresh.writers = s.writers;
         fresh.pollers = s.pollers;
@@ -716,14 +740,12 @@ struct EpollEngine::Impl {
             if (!fds[i].readers && !fds[i].writers && !fds[i].pollers)
                 continue;
             const int fd = static_cast<int>(i);
-            epoll_event ev{};
-            ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
-            ev.data.fd = fd;
-            ++registrations;
-            if (::epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
-                continue; // it was alive: no edge was missed
-            registrations += errno == ENOENT;
-            int e = errno == ENOENT && ::epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : errno;
+            if (arm(EPOLL_CTL_MOD, fd, fds[i]) == 0) {
+                fds[i].registered = true;
+                continue; // it was alive (and a re-arm reports what is ready now)
+            }
+            int e = errno == ENOENT && arm(EPOLL_CTL_ADD, fd, fds[i]) == 0 ? 0 : errno;
+            fds[i].registered = e == 0;
             on_event(fd, EPOLLIN | EPOLLOUT);
             if (e != 0)
                 end_waiters(fd, -e);
@@ -1395,7 +1417,6 @@ struct EpollEngine::Impl {
     void on_event(int fd, std::uint32_t ev) {
         if (static_cast<std::size_t>(fd) >= fds.size())
             return;
-        verified(fds[static_cast<std::size_t>(fd)]); // its registration lives
         const bool in = ev & (EPOLLIN | EPOLLPRI | EPOLLRDHUP | EPOLLHUP | EPOLLERR);
         if (in)
             fds[static_cast<std::size_t>(fd)].drained = false;
@@ -1418,6 +1439,12 @@ struct EpollEngine::Impl {
             (void)retry(p);
             p = (n && n->gen == gen && n->state == State::polling && n->fd == fd) ? n : nullptr;
         }
+        // A registration that reported is alive, but an event may still be an older file's
+        // under this number (closed behind the engine's back, alive under a dup, its number
+        // reused): what still waits after it stays unverified, for verify_registrations.
+        FdState& s = fds[static_cast<std::size_t>(fd)];
+        if (!s.readers && !s.writers && !s.pollers)
+            verified(s);
     }
 
     // ------------------------------------------------------------------ submission
@@ -1965,12 +1992,15 @@ struct EpollEngine::Impl {
         if (n < 0)
             return -errno;
         for (int i = 0; i < n; ++i) {
-            if (evs[i].data.fd < 0) { // (wake_fd: edge-triggered, never read)
+            const std::uint64_t tag = evs[i].data.u64;
+            if (tag == wake_tag) { // (wake_fd: edge-triggered, never read)
                 take_pool_results();
                 take_aio_results();
-            } else {
-                on_event(evs[i].data.fd, evs[i].events);
+                continue;
             }
+            const auto fd = static_cast<std::uint32_t>(tag);
+            if (fd < fds.size() && fds[fd].reg_gen == static_cast<std::uint32_t>(tag >> 32))
+                on_event(static_cast<int>(fd), evs[i].events);
         }
         if (unverified_fds > 0 && ((n == 0 && timeout_ms != 0) || ++polls_since_verify >= 1024))
             verify_registrations();

@@ -418,6 +418,21 @@ TEST(EpollEngine, TcpEchoThroughTheHighLevelLayer) {
 
 } // namespace
 
+namespace {
+// A UDP socket the engine makes (op::socket), bound to a loopback port; `a` gets its address.
+Task<int> made_udp_socket(sockaddr_in& a) {
+    int s = co_await op::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    EXPECT_GE(s, 0);
+    a = sockaddr_in{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &al), 0);
+    co_return s;
+}
+} // namespace
+
 // A descriptor the engine made (op::socket) stays registered for its life, so a later wait on
 // it makes no epoll_ctl; closed behind the engine's back with a plain close and its number
 // reused by a pipe, a read on that number still ends (the registration is checked again after
@@ -427,14 +442,8 @@ TEST(EpollEngine, AMadeSocketClosedBehindItsBackAndItsNumberReused) {
     ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
     Runtime rt(epoll());
     std::string got = rt.block_on([](int pipe_r, int pipe_w) -> Task<std::string> {
-        int s = co_await op::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        EXPECT_GE(s, 0);
         sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t al = sizeof a;
-        EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        EXPECT_EQ(::getsockname(s, reinterpret_cast<sockaddr*>(&a), &al), 0);
+        int s = co_await made_udp_socket(a);
         for (int round = 0; round < 2; ++round) { // the second wait makes no registration call
             std::thread sender([a] {
                 std::this_thread::sleep_for(20ms);
@@ -536,6 +545,59 @@ TEST(EpollEngine, AnFdClosedAndItsNumberReusedByABareDescriptor) {
     }(p.fd[0], p.fd[1], pipe_fds[0], pipe_fds[1]));
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
+}
+
+// The kernel keeps a registration while its file is open. A made socket closed behind the
+// engine's back, its file alive under a dup and its number reused by a pipe: the old socket's
+// events still come under that number, and must not be taken for the pipe's (a read of the
+// pipe would then wait for an event that never comes).
+TEST(EpollEngine, AnOldFilesEventsUnderAReusedNumberAreNotItsNewDescriptors) {
+    int pfd[2];
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC | O_NONBLOCK), 0);
+    Runtime rt(epoll());
+    std::string got = rt.block_on([](int pipe_r, int pipe_w) -> Task<std::string> {
+        sockaddr_in a{};
+        int s = co_await made_udp_socket(a);
+        int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        EXPECT_GE(u, 0);
+        auto send_one = [&] {
+            EXPECT_EQ(::sendto(u, "dgram", 5, 0, reinterpret_cast<const sockaddr*>(&a), sizeof a), 5);
+        };
+        { // a wait registers it (for its life: the engine made it)
+            auto reader = ringo::spawn([](int s) -> Task<int> {
+                char b[16];
+                co_return co_await op::recv(s, b, sizeof b);
+            }(s));
+            int nop = co_await op::nop();
+            EXPECT_EQ(nop, 0);
+            send_one();
+            int n = co_await reader;
+            EXPECT_EQ(n, 5);
+        }
+        int old_file = ::fcntl(s, F_DUPFD_CLOEXEC, 0); // keeps the socket's file open
+        EXPECT_GE(old_file, 0);
+        EXPECT_EQ(::close(s), 0); // behind the engine's back
+        EXPECT_EQ(::dup3(pipe_r, s, O_CLOEXEC), s);
+        EXPECT_EQ(::fcntl(s, F_SETFL, O_NONBLOCK), 0);
+        auto reader = ringo::spawn([](int fd) -> Task<int> {
+            char b[16];
+            co_return co_await ringo::with_timeout(op::read(fd, b, sizeof b, static_cast<std::uint64_t>(-1)), 5s);
+        }(s));
+        int nop = co_await op::nop(); // the read waits
+        EXPECT_EQ(nop, 0);
+        send_one();                     // an event of the old socket, under the number
+        co_await ringo::sleep_for(2ms); // (the engine takes the event meanwhile)
+        EXPECT_EQ(::write(pipe_w, "piped", 5), 5);
+        int n = co_await reader;
+        EXPECT_EQ(n, 5);
+        ::close(u);
+        ::close(old_file);
+        EXPECT_EQ(co_await op::close(s), 0);
+        co_return n == 5 ? std::string("piped") : std::to_string(n);
+    }(pfd[0], pfd[1]));
+    EXPECT_EQ(got, "piped");
+    ::close(pfd[0]);
+    ::close(pfd[1]);
 }
 
 // A descriptor the engine made, taken by an Fd and given up again (release), is one the caller
