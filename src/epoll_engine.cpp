@@ -248,8 +248,8 @@ struct EpollEngine::Impl {
         // regular file) without looking again: -ESPIPE from the pool then means the number
         // names a stream now, and the operation starts over (take_pool_results).
         bool recheck = false;
-        // What submit's fast path found when it tried a read at once (read_now) before the
-        // record was made: start does not try again.
+        // What submit's fast path found when it tried a read at once (read_now), or a socket
+        // call (missed: -EAGAIN), before the record was made: start does not try again.
         unsigned char first_try = 0; // an AtOnce
     };
     struct FdState {
@@ -1154,20 +1154,20 @@ struct EpollEngine::Impl {
     // ------------------------------------------------------------------ readiness
 
     // Tries the call of a readiness operation without blocking: its result, or -EAGAIN.
-    int try_call(Pending* p) {
-        int r = try_call_once(p);
+    int try_call(Pending* p) { return after_try(p->sqe, try_call_once(p)); }
+    // What a try's result `r` tells (the call's result, returned).
+    int after_try(const io_uring_sqe& s, int r) {
         if (r == -EPIPE)
             take_sigpipe(); // a write into a pipe (or socket) whose reader left
         else if (r == -EAGAIN || r > 0)
-            note_read(p, r);
+            note_read(s, r);
         return r;
     }
     // A plain read of a stream socket the engine made: whether it left the queue empty.
-    void note_read(Pending* p, int r) {
-        const io_uring_sqe& s = p->sqe;
+    void note_read(const io_uring_sqe& s, int r) {
         if (s.opcode != opc::recv && s.opcode != opc::read)
             return;
-        FdState& st = fd_state(p->fd);
+        FdState& st = fd_state(s.fd);
         if (!st.stream || (s.flags & sqe_buffer_select))
             return;
         const bool plain =
@@ -1192,21 +1192,12 @@ struct EpollEngine::Impl {
         const bool nowait = fd_state(fd).kind == Kind::nowait || fd_state(fd).kind == Kind::socket;
         switch (s.opcode) {
         case opc::recv:
-            if (s.flags & sqe_buffer_select)
-                return recv_selected(p);
-            return sys(::recv(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
-        case opc::send: {
-            std::uint16_t alen;
-            std::memcpy(&alen, reinterpret_cast<const char*>(&s) + 44, sizeof alen);
-            auto* dest = reinterpret_cast<const sockaddr*>(static_cast<std::uintptr_t>(s.off));
-            return sys(::sendto(fd, addr, s.len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT, dest, dest ? alen : 0));
-        }
         case opc::recvmsg:
             if (s.flags & sqe_buffer_select)
                 return recv_selected(p);
-            return sys(::recvmsg(fd, static_cast<msghdr*>(addr), static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
-        case opc::sendmsg:
-            return sys(::sendmsg(fd, static_cast<const msghdr*>(addr), static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+            return socket_call_now(s);
+        case opc::send:
+        case opc::sendmsg: return socket_call_now(s);
         case opc::accept:
             return sys(::accept4(fd, static_cast<sockaddr*>(addr),
                                  reinterpret_cast<socklen_t*>(static_cast<std::uintptr_t>(s.off)),
@@ -1261,6 +1252,22 @@ struct EpollEngine::Impl {
             return r == 0 ? -EAGAIN : (pf.revents & (pf.events | POLLERR | POLLHUP | POLLNVAL));
         }
         default: return -EOPNOTSUPP;
+        }
+    }
+    // recv, send, recvmsg or sendmsg (no provided buffer) without waiting: its result, or -EAGAIN.
+    static int socket_call_now(const io_uring_sqe& s) noexcept {
+        void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
+        const int flags = static_cast<int>(s.msg_flags) | MSG_DONTWAIT;
+        switch (s.opcode) {
+        case opc::recv: return sys(::recv(s.fd, addr, s.len, flags));
+        case opc::send: {
+            std::uint16_t alen;
+            std::memcpy(&alen, reinterpret_cast<const char*>(&s) + 44, sizeof alen);
+            auto* dest = reinterpret_cast<const sockaddr*>(static_cast<std::uintptr_t>(s.off));
+            return sys(::sendto(s.fd, addr, s.len, flags, dest, dest ? alen : 0));
+        }
+        case opc::recvmsg: return sys(::recvmsg(s.fd, static_cast<msghdr*>(addr), flags));
+        default: return sys(::sendmsg(s.fd, static_cast<const msghdr*>(addr), flags));
         }
     }
     // recv into a buffer of the SQE's group, taken from the ring's head as the kernel takes
@@ -1915,7 +1922,8 @@ struct EpollEngine::Impl {
         // First try at once: most calls on a socket or pipe find data or room (not a read of
         // a stream socket whose last read emptied it: it waits for the next edge).
         p->state = st;
-        if (skips_first_try(s)) {
+        if (p->first_try == static_cast<unsigned char>(AtOnce::missed) || skips_first_try(s)) {
+            p->first_try = 0; // (submit tried it: -EAGAIN)
             wait_ready(p, st, false);
             return;
         }
@@ -1957,6 +1965,21 @@ struct EpollEngine::Impl {
                     post(ud, r, 0);
                     continue;
                 }
+            } else if (socket_only(s.opcode) && s.fd >= 0 && !link_tail && s.ioprio == 0 &&
+                       !(s.flags & (sqe_io_link | sqe_io_hardlink | sqe_fixed_file | sqe_buffer_select)) &&
+                       static_cast<std::size_t>(s.fd) < fds.size() &&
+                       fds[static_cast<std::size_t>(s.fd)].kind == Kind::socket && !skips_first_try(s)) {
+                // And of a socket call on what was last found a socket (start makes it without
+                // looking again either), the common call on a socket: most find data or room.
+                // Waiting, its record skips start's first try.
+                const int r = after_try(s, socket_call_now(s));
+                if (r != -EAGAIN || callers_nowait(s)) {
+                    const std::uint64_t ud = s.user_data;
+                    __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
+                    post(ud, r, 0);
+                    continue;
+                }
+                first = AtOnce::missed;
             }
             __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
             Pending* p = make();
