@@ -252,37 +252,38 @@ struct EpollEngine::Impl {
         // call (missed: -EAGAIN), before the record was made: start does not try again.
         unsigned char first_try = 0; // an AtOnce
     };
+    // 32 bytes (a table indexed by descriptor number, looked at several times per operation).
     struct FdState {
         Kind kind = Kind::unknown;
-        bool registered = false;
+        bool registered : 1 = false;
         // Made by this engine (accept, socket): what it is (kind) is kept from call to call.
         // Any other descriptor may be closed behind the engine's back and its number reused:
         // it is looked at again at a call that finds nothing waiting on it.
-        bool owned = false;
-        bool regular = false; // a regular file (read_at_once), as kind_of last found it
-        bool direct = false;  // ... opened with O_DIRECT (its reads and writes go to native AIO)
-        bool no_aio = false;  // ... on a file system whose direct calls io_submit refuses (the pool's)
+        bool owned : 1 = false;
+        bool regular : 1 = false; // a regular file (read_at_once), as kind_of last found it
+        bool direct : 1 = false;  // ... opened with O_DIRECT (its reads and writes go to native AIO)
+        bool no_aio : 1 = false;  // ... on a file system whose direct calls io_submit refuses (the pool's)
         // Opened by the engine (openat, openat2): `direct` is from the open's flags, and a
         // statx of the descriptor says what it is (statx_at_once) without an fstat.
-        bool opened = false;
+        bool opened : 1 = false;
         // A waiter parked on this descriptor without a registration call (owned, registered
         // before): counted in unverified_fds until an event after which nothing waits on it, or
         // verify_registrations.
-        bool unverified = false;
+        bool unverified : 1 = false;
         // A stream socket the engine made (SOCK_STREAM), and whether its last read found its
         // queue empty: an EAGAIN, or fewer bytes than asked (a stream socket's read copies what
         // is queued until the buffer is full). A read of a drained socket waits for its next
         // edge without a first try (an event undrains it).
-        bool stream = false;
-        bool drained = false;
+        bool stream : 1 = false;
+        bool drained : 1 = false;
         // Made by the engine (accept, socket, openat) and not yet taken by an Fd: own_fd keeps
         // what made() found.
-        bool just_made = false;
+        bool just_made : 1 = false;
         // Owned by a ringo::Fd (own_fd), whose close comes through the engine: its
         // registration is kept, as a made one's, but what it is is looked at as for a bare
         // number (the Fd may yet be closed where the engine does not see it: on another
         // thread, or with no runtime current).
-        bool adopted = false;
+        bool adopted : 1 = false;
         // The registration's generation, in its events' data with the number: a registration
         // made again (the number forgotten, or the kernel's registration found gone) takes the
         // next one, and events of an older one are not this descriptor's. (The kernel keeps a
@@ -293,6 +294,7 @@ struct EpollEngine::Impl {
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
     };
+    static_assert(sizeof(FdState) == 32);
 
     io_uring& ring;
     // The queues, in the layout of the kernel's.
