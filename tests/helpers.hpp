@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include <ringo/core/join_handle.hpp>
 #include <ringo/core/time.hpp>
@@ -132,6 +134,16 @@ public:
     }
     const std::filesystem::path& path() const { return path_; }
     std::string file(const std::string& name) const { return (path_ / name).string(); }
+    /// The path of a new file `name` in it that holds `data`; empty if it could not be written.
+    std::string file_with(const std::string& name, std::string_view data) const {
+        std::string p = file(name);
+        int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+            return {};
+        const bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+        ::close(fd);
+        return ok ? p : std::string();
+    }
 
 private:
     std::filesystem::path path_;

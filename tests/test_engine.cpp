@@ -605,13 +605,8 @@ TEST(EpollEngine, AnOldFilesEventsUnderAReusedNumberAreNotItsNewDescriptors) {
 // at an offset reads the file there, not as the socket it was.
 TEST(EpollEngine, AMadeSocketReleasedClosedAndItsNumberReusedByAFile) {
     ringo_test::TempDir dir;
-    const std::string path = dir.file("f");
-    {
-        int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        ASSERT_GE(f, 0);
-        ASSERT_EQ(::write(f, "0123456789", 10), 10);
-        ::close(f);
-    }
+    const std::string path = dir.file_with("f", "0123456789");
+    ASSERT_FALSE(path.empty());
     Runtime rt(epoll());
     std::string got = rt.block_on([](std::string path) -> Task<std::string> {
         int made = co_await op::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -711,13 +706,8 @@ TEST(EpollEngine, AFileClosedBehindItsBackAndItsNumberReusedByAPipe) {
 // at once on a local file system; the answers are the calls' own.
 TEST(EpollEngine, OpensAndStatxOfADescriptor) {
     ringo_test::TempDir dir;
-    const std::string path = dir.file("f");
-    {
-        int f = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        ASSERT_GE(f, 0);
-        ASSERT_EQ(::write(f, "0123456789", 10), 10);
-        ::close(f);
-    }
+    const std::string path = dir.file_with("f", "0123456789");
+    ASSERT_FALSE(path.empty());
     Runtime rt(epoll());
     rt.block_on([](std::string dirp, std::string path) -> Task<void> {
         open_how how{};
