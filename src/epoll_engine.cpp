@@ -284,17 +284,16 @@ struct EpollEngine::Impl {
         // number (the Fd may yet be closed where the engine does not see it: on another
         // thread, or with no runtime current).
         bool adopted : 1 = false;
-        // The registration's generation, in its events' data with the number: a registration
-        // made again (the number forgotten, or the kernel's registration found gone) takes the
-        // next one, and events of an older one are not this descriptor's. (The kernel keeps a
-        // registration while its file is open: a descriptor closed behind the engine's back
-        // whose file lives on under a dup still reports under its old number.)
+        // The registration's generation, in its events' data with the number: each registration
+        // call (arm) takes the next one, and events of an older one are not this descriptor's.
+        // (The kernel keeps a registration while its file is open: a descriptor closed behind
+        // the engine's back whose file lives on under a dup still reports under its old number.)
         std::uint32_t reg_gen = 0;
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
     };
-    static_assert(sizeof(FdState) == 32);
+    static_assert(sizeof(FdState) == 8 + 3 * sizeof(void*)); // (32 bytes with 8-byte pointers)
 
     io_uring& ring;
     // The queues, in the layout of the kernel's.
@@ -689,11 +688,11 @@ struct EpollEngine::Impl {
         return 0;
     }
     // One registration call for `fd` (EPOLL_CTL_ADD or EPOLL_CTL_MOD), edge-triggered, for
-    // every event a waiter waits for; an add starts a new generation (reg_gen). Counted in
-    // RuntimeStats::readiness_registrations.
+    // every event a waiter waits for; each starts a new generation (reg_gen: what an older one
+    // reported and is still to be looked at is dropped, and a modified registration reports
+    // what is ready again). Counted in RuntimeStats::readiness_registrations.
     int arm(int op, int fd, FdState& s) noexcept {
-        if (op == EPOLL_CTL_ADD)
-            ++s.reg_gen;
+        ++s.reg_gen;
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET;
         ev.data.u64 = (std::uint64_t{s.reg_gen} << 32) | static_cast<std::uint32_t>(fd);
