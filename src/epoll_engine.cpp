@@ -711,7 +711,7 @@ struct EpollEngine::Impl {
     // finds them.
     // A waiter still parked on the number may wait under a registration that is gone: it is
     // counted as unverified (verify_registrations re-arms it). The generation is kept: the
-    // next registration (an add) takes the next one.
+    // next registration call (arm) takes the next one.
     void reset_fd(FdState& s) noexcept {
         const bool waiting = s.readers || s.writers || s.pollers;
         if (s.unverified != waiting)
