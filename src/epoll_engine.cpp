@@ -292,6 +292,8 @@ struct EpollEngine::Impl {
         Pending* readers = nullptr; // FIFO lists (head; the tail is found through w_prev of head)
         Pending* writers = nullptr;
         Pending* pollers = nullptr;
+        /// True while an operation waits on the descriptor (read, write or poll).
+        [[nodiscard]] bool waits() const noexcept { return readers || writers || pollers; }
     };
     static_assert(sizeof(FdState) == 8 + 3 * sizeof(void*)); // (32 bytes with 8-byte pointers)
 
@@ -713,7 +715,7 @@ struct EpollEngine::Impl {
     // counted as unverified (verify_registrations re-arms it). The generation is kept: the
     // next registration call (arm) takes the next one.
     void reset_fd(FdState& s) noexcept {
-        const bool waiting = s.readers || s.writers || s.pollers;
+        const bool waiting = s.waits();
         if (s.unverified != waiting)
             waiting ? ++unverified_fds : --unverified_fds;
         FdState fresh{};
@@ -738,7 +740,7 @@ struct EpollEngine::Impl {
             if (!fds[i].unverified)
                 continue;
             verified(fds[i]);
-            if (!fds[i].readers && !fds[i].writers && !fds[i].pollers)
+            if (!fds[i].waits())
                 continue;
             const int fd = static_cast<int>(i);
             if (arm(EPOLL_CTL_MOD, fd, fds[i]) == 0) {
@@ -1451,7 +1453,7 @@ struct EpollEngine::Impl {
         // under this number (closed behind the engine's back, alive under a dup, its number
         // reused): what still waits after it stays unverified, for verify_registrations.
         FdState& s = fds[static_cast<std::size_t>(fd)];
-        if (!s.readers && !s.writers && !s.pollers)
+        if (!s.waits())
             verified(s);
     }
 
@@ -1884,8 +1886,7 @@ struct EpollEngine::Impl {
             // look: should the number name something else now, the call itself says so with
             // the kernel's own -ENOTSOCK, -EBADF, never by waiting.)
             const bool socket_call = st.kind == Kind::socket && socket_only(s.opcode);
-            if (!trusted && !socket_call &&
-                ((!st.owned && !st.readers && !st.writers && !st.pollers) || st.kind == Kind::blocking))
+            if (!trusted && !socket_call && ((!st.owned && !st.waits()) || st.kind == Kind::blocking))
                 st.kind = Kind::unknown;
         }
         Kind k = kind_of(s.fd);
@@ -1955,19 +1956,18 @@ struct EpollEngine::Impl {
             const io_uring_sqe& s = sqes[sq_head & (sqes.size() - 1)];
             // The fast path of a positional read that the page cache holds (read_now), the
             // common call on a file: its CQE without a record, when it is not in a link.
+            // Both take only a call on a plain descriptor number outside any link; anything
+            // unusual (see start) takes the record's way.
             AtOnce first = AtOnce::not_tried;
-            if ((s.opcode == opc::read || s.opcode == opc::readv) && s.fd >= 0 && !link_tail &&
-                !(s.flags & (sqe_io_link | sqe_io_hardlink | sqe_fixed_file))) {
+            const bool plain = s.fd >= 0 && !link_tail && !(s.flags & (sqe_io_link | sqe_io_hardlink | sqe_fixed_file));
+            if (plain && (s.opcode == opc::read || s.opcode == opc::readv)) {
                 int r;
                 first = read_now(s, r);
                 if (first == AtOnce::done) {
-                    const std::uint64_t ud = s.user_data;
-                    __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
-                    post(ud, r, 0);
+                    taken_done(s, r);
                     continue;
                 }
-            } else if (socket_only(s.opcode) && s.fd >= 0 && !link_tail && s.ioprio == 0 &&
-                       !(s.flags & (sqe_io_link | sqe_io_hardlink | sqe_fixed_file | sqe_buffer_select)) &&
+            } else if (plain && socket_only(s.opcode) && s.ioprio == 0 && !(s.flags & sqe_buffer_select) &&
                        static_cast<std::size_t>(s.fd) < fds.size() &&
                        fds[static_cast<std::size_t>(s.fd)].kind == Kind::socket && !skips_first_try(s)) {
                 // And of a socket call on what was last found a socket (start makes it without
@@ -1975,9 +1975,7 @@ struct EpollEngine::Impl {
                 // Waiting, its record skips start's first try.
                 const int r = after_try(s, socket_call_now(s));
                 if (r != -EAGAIN || callers_nowait(s)) {
-                    const std::uint64_t ud = s.user_data;
-                    __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
-                    post(ud, r, 0);
+                    taken_done(s, r);
                     continue;
                 }
                 first = AtOnce::missed;
@@ -1998,6 +1996,13 @@ struct EpollEngine::Impl {
                 start_link();
         }
         start_link();
+    }
+    // The SQE at the head (`s`) ended as it was taken, with `r`: the head moves past it and
+    // its CQE is posted.
+    void taken_done(const io_uring_sqe& s, int r) {
+        const std::uint64_t ud = s.user_data; // (read before the slot is given back)
+        __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
+        post(ud, r, 0);
     }
     void start_link() {
         Pending* head = link_head;
