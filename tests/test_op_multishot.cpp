@@ -128,9 +128,10 @@ void spin_for(std::chrono::nanoseconds d) {
 
 // cancel_and_finish for a multishot timeout (async_cancel, or timeout_remove with `remove`).
 // Between an expiry and the posting of its CQE the timeout is off the kernel's list (it is
-// re-armed as the CQE is posted), so a cancel in that window finds nothing (-ENOENT) and the
-// timeout goes on, as ringo's interval allows for: after its next CQE the cancel is sent
-// again. Returns the result of the last cancel sent.
+// re-armed as the CQE is posted), so a cancel in that window finds nothing (-ENOENT; one that
+// meets the timer firing on another CPU, -EALREADY) and the timeout goes on, as ringo's
+// interval allows for: after its next CQE the cancel is sent again. Returns the result of the
+// last cancel sent.
 Task<int> send_timeout_cancel(const CqeLog& log, bool remove) {
     if (remove)
         co_return co_await op::timeout_remove(log.user_data());
@@ -138,7 +139,7 @@ Task<int> send_timeout_cancel(const CqeLog& log, bool remove) {
 }
 Task<int> cancel_timeout_and_finish(CqeLog& log, bool remove = false) {
     int r = co_await send_timeout_cancel(log, remove);
-    for (int tries = 0; r == -ENOENT && !log.finished() && tries < 100; ++tries) {
+    for (int tries = 0; (r == -ENOENT || r == -EALREADY) && !log.finished() && tries < 100; ++tries) {
         co_await log.wait_for(log.size() + 1, 100ms);
         if (!log.finished())
             r = co_await send_timeout_cancel(log, remove);

@@ -72,8 +72,8 @@ inline void prep_read_multishot(io_uring_sqe* s, FileRef fd, BufferGroup g, unsi
 /// submitted. -EINVAL for a negative time or with IORING_TIMEOUT_ABS. A removal can miss it:
 /// from an expiry until that expiry's CQE is posted (on a DEFER_TASKRUN ring, the next
 /// io_uring_enter that waits, after it submits), the timeout is off the kernel's list, and a
-/// cancel then answers -ENOENT while the timeout goes on: send it again after the next CQE
-/// (ringo::interval does).
+/// cancel then answers -ENOENT (-EALREADY while the timer fires) and the timeout goes on:
+/// send it again after the next CQE (ringo::interval does).
 inline void prep_timeout_multishot(io_uring_sqe* s, __kernel_timespec* ts, unsigned count = 0,
                                    unsigned flags = 0) noexcept {
     io_uring_prep_timeout(s, ts, count, flags | uring::compat::timeout_multishot);
