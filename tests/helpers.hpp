@@ -119,6 +119,35 @@ inline int open_fds() {
     return n;
 }
 
+/// The whole content of the file `path` (empty if it cannot be read).
+inline std::string slurp(const std::string& path) {
+    std::string out;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return out;
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
+        out.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+    return out;
+}
+
+/// Writes `data` to the file `path`, made (mode 0666 less the umask) or emptied first: true
+/// when all of it was written.
+inline bool spit(const std::string& path, std::string_view data) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return false;
+    std::size_t done = 0;
+    while (done < data.size()) {
+        ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+        if (n <= 0)
+            break;
+        done += static_cast<std::size_t>(n);
+    }
+    return ::close(fd) == 0 && done == data.size();
+}
+
 /// A fresh directory under TMPDIR, removed with everything in it.
 class TempDir {
 public:
@@ -137,12 +166,7 @@ public:
     /// The path of a new file `name` in it that holds `data`; empty if it could not be written.
     std::string file_with(const std::string& name, std::string_view data) const {
         std::string p = file(name);
-        int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (fd < 0)
-            return {};
-        const bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
-        ::close(fd);
-        return ok ? p : std::string();
+        return spit(p, data) ? p : std::string();
     }
 
 private:

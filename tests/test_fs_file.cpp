@@ -20,9 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <new>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -41,18 +39,8 @@ namespace fs = ringo::fs;
 namespace op = ringo::op;
 
 using ringo_test::open_fds;
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void spit(const std::string& path, const std::string& data) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << data;
-}
+using ringo_test::slurp;
+using ringo_test::spit;
 
 std::string pattern(std::size_t n, unsigned seed = 1) {
     std::string s(n, '\0');

@@ -21,9 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,18 +37,8 @@ using ringo::fs::File;
 namespace fs = ringo::fs;
 
 using ringo_test::open_fds;
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void spit(const std::string& path, const std::string& data) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << data;
-}
+using ringo_test::slurp;
+using ringo_test::spit;
 
 std::string pattern(std::size_t n, unsigned seed = 1) {
     std::string s(n, '\0');
