@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
@@ -240,6 +241,11 @@ struct EpollEngine::Impl {
         std::uint32_t gen = 0;    // counts the record's uses
         std::uint32_t cflags = 0; // CQE flags of the result (a selected buffer)
         bool empty = false;       // a multishot recvmsg's last message had no payload
+        // A recvmsg into a provided buffer: the caller's msghdr, read once at its start as
+        // the kernel reads it (its name and control lengths, and for a single-shot one the
+        // length its one iovec asks for).
+        msghdr hdr{};
+        iovec hdr_iov{}; // (hdr.msg_iov points here: its one iovec, read then too)
         int fd = -1;
         State state = State::free;
         bool cancelled = false;
@@ -580,8 +586,8 @@ struct EpollEngine::Impl {
     // the engine knew of the number before is forgotten (it may have been closed behind its
     // back and reused), except what made() found for the descriptor it just made.
     void own_fd(int fd, bool owned) {
-        if (fd < 0)
-            return;
+        if (fd < 0 || in_table(fd) < 0)
+            return; // (a number not open: nothing to keep)
         FdState& st = fd_state(fd);
         if (!owned) { // (made by the engine or not, the caller may now close it anywhere)
             reset_fd(st);
@@ -624,10 +630,28 @@ struct EpollEngine::Impl {
 
     // ------------------------------------------------------------------ descriptors
 
+    // The state of a descriptor number the table holds (in_table said so, or a call on it
+    // succeeded: an open descriptor's number is within the process's own table).
     FdState& fd_state(int fd) {
         if (static_cast<std::size_t>(fd) >= fds.size())
             fds.resize(std::max<std::size_t>(static_cast<std::size_t>(fd) + 1, fds.size() * 2));
         return fds[static_cast<std::size_t>(fd)];
+    }
+    // Makes room in the table for descriptor `fd` (>= 0), which the table only grows to when
+    // the number is open: 0, -EBADF for a number not open (as the kernel answers; a number
+    // far above any open one, INT_MAX, must not cost a slot per number below it), or
+    // -ENOMEM.
+    int in_table(int fd) noexcept {
+        if (static_cast<std::size_t>(fd) < fds.size())
+            return 0;
+        if (::fcntl(fd, F_GETFD) < 0)
+            return -EBADF;
+        try {
+            (void)fd_state(fd);
+        } catch (...) {
+            return -ENOMEM;
+        }
+        return 0;
     }
     Kind kind_of(int fd) {
         if (fd < 0)
@@ -856,28 +880,33 @@ struct EpollEngine::Impl {
         }
         p->heap_index = static_cast<std::size_t>(-1);
     }
-    static bool valid_timespec(std::uint64_t addr) noexcept {
-        __kernel_timespec ts{};
-        if (!addr)
-            return false;
-        std::memcpy(&ts, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(addr)), sizeof ts);
-        return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < 1'000'000'000;
+    // A timeout's timespec, read as the kernel reads it: 0, -EFAULT for a pointer it cannot
+    // read (null included), -EINVAL for a negative time (a tv_nsec of 10^9 or more is taken,
+    // as the kernel takes it: it adds up).
+    static int read_timespec(std::uint64_t addr, __kernel_timespec& ts) noexcept {
+        if (!addr || !copy_in(&ts, addr, sizeof ts))
+            return -EFAULT;
+        return ts.tv_sec < 0 || ts.tv_nsec < 0 ? -EINVAL : 0;
     }
-    static std::uint64_t deadline_of(const void* tsp, std::uint32_t flags) noexcept {
-        __kernel_timespec ts{};
-        if (tsp)
-            std::memcpy(&ts, tsp, sizeof ts);
-        if (ts.tv_sec < 0 || ts.tv_nsec < 0)
-            return 0;
-        auto ns = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+    // The deadline (mono_ns) of a valid timespec; one that the clock cannot reach saturates
+    // (never: UINT64_MAX) rather than wrapping to a time that has passed.
+    static std::uint64_t deadline_of(const __kernel_timespec& ts, std::uint32_t flags) noexcept {
+        constexpr std::uint64_t never = ~std::uint64_t{0};
+        const auto sec = static_cast<std::uint64_t>(ts.tv_sec), nsec = static_cast<std::uint64_t>(ts.tv_nsec);
+        std::uint64_t ns;
+        if (sec > (never - nsec) / 1'000'000'000u || __builtin_add_overflow(sec * 1'000'000'000u, nsec, &ns))
+            return never;
+        std::uint64_t at;
         if (!(flags & timeout_abs))
-            return mono_ns() + ns;
+            return __builtin_add_overflow(mono_ns(), ns, &at) ? never : at;
         if (flags & timeout_realtime) {
             timespec rt;
             ::clock_gettime(CLOCK_REALTIME, &rt);
             auto now_rt =
                 static_cast<std::uint64_t>(rt.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(rt.tv_nsec);
-            return ns > now_rt ? mono_ns() + (ns - now_rt) : 0;
+            if (ns <= now_rt)
+                return 0;
+            return __builtin_add_overflow(mono_ns(), ns - now_rt, &at) ? never : at;
         }
         return ns; // CLOCK_MONOTONIC (a boottime deadline is read as monotonic)
     }
@@ -1289,8 +1318,22 @@ struct EpollEngine::Impl {
         const std::uint32_t len = s.len && s.len < b.len ? s.len : b.len;
         void* to = reinterpret_cast<void*>(static_cast<std::uintptr_t>(b.addr));
         int r;
-        if (s.opcode == opc::recvmsg) {
-            r = recvmsg_into(s, static_cast<char*>(to), b.len, p->empty);
+        if (s.opcode == opc::recvmsg && multishot(s)) {
+            r = recvmsg_into(s, p->hdr, static_cast<char*>(to), b.len, p->empty);
+        } else if (s.opcode == opc::recvmsg) {
+            // Single-shot: the caller's msghdr receives the name, the control data and the
+            // flags as from a recvmsg(2) whose one iovec is the buffer.
+            msghdr m = p->hdr;
+            iovec v{to, p->hdr.msg_iovlen && p->hdr_iov.iov_len < b.len ? p->hdr_iov.iov_len : b.len};
+            m.msg_iov = &v;
+            m.msg_iovlen = 1;
+            r = sys(::recvmsg(s.fd, &m, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
+            if (r >= 0) {
+                auto* user = reinterpret_cast<msghdr*>(static_cast<std::uintptr_t>(s.addr));
+                user->msg_namelen = m.msg_namelen;
+                user->msg_controllen = m.msg_controllen;
+                user->msg_flags = m.msg_flags;
+            }
         } else if (!read) {
             r = sys(::recv(s.fd, to, len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
         } else if (fd_state(s.fd).kind == Kind::nowait || fd_state(s.fd).kind == Kind::socket) {
@@ -1305,12 +1348,37 @@ struct EpollEngine::Impl {
         }
         return r;
     }
+    // The msghdr of a recvmsg into a provided buffer, read into its record as the kernel reads
+    // it before the call: -EFAULT for one it cannot read; for a multishot one, -EOVERFLOW when
+    // the header, name and control data it asks room for do not add up within an int; for a
+    // single-shot one, -EINVAL for more than one iovec (the buffer takes the place of the
+    // one, whose length bounds it).
+    int read_msghdr(Pending* p) {
+        const io_uring_sqe& s = p->sqe;
+        if (!copy_in(&p->hdr, s.addr, sizeof p->hdr))
+            return -EFAULT;
+        if (multishot(s)) {
+            const unsigned long long room =
+                sizeof(io_uring_recvmsg_out) + static_cast<unsigned long long>(p->hdr.msg_namelen);
+            if (p->hdr.msg_controllen > INT_MAX || room + p->hdr.msg_controllen > INT_MAX)
+                return -EOVERFLOW;
+            return 0;
+        }
+        if (p->hdr.msg_iovlen > 1)
+            return -EINVAL;
+        p->hdr_iov = iovec{};
+        if (p->hdr.msg_iovlen == 1 &&
+            !copy_in(&p->hdr_iov, reinterpret_cast<std::uintptr_t>(p->hdr.msg_iov), sizeof p->hdr_iov))
+            return -EFAULT;
+        p->hdr.msg_iov = &p->hdr_iov;
+        return 0;
+    }
     // A recvmsg into a provided buffer lays it out as the kernel does: an io_uring_recvmsg_out
     // header, the room the SQE's msghdr asks for the name and the control data, then the
     // payload; the result counts all of it.
-    static int recvmsg_into(const io_uring_sqe& s, char* buf, std::uint32_t cap, bool& empty) noexcept {
-        const auto* user = reinterpret_cast<const msghdr*>(static_cast<std::uintptr_t>(s.addr));
-        const std::size_t nl = user->msg_namelen, cl = user->msg_controllen;
+    static int recvmsg_into(const io_uring_sqe& s, const msghdr& user, char* buf, std::uint32_t cap,
+                            bool& empty) noexcept {
+        const std::size_t nl = user.msg_namelen, cl = user.msg_controllen; // (their sum checked at start)
         const std::size_t head = sizeof(io_uring_recvmsg_out) + nl + cl;
         if (cap < head)
             return -EFAULT;
@@ -1545,8 +1613,10 @@ struct EpollEngine::Impl {
         if ((s.opcode != opc::read && s.opcode != opc::readv) || s.off == ~std::uint64_t{0} || s.rw_flags ||
             (s.flags & sqe_buffer_select))
             return AtOnce::not_tried;
+        if (static_cast<std::size_t>(s.fd) >= fds.size())
+            return AtOnce::not_tried; // (start looks at the number first)
         {
-            const FdState& st = fd_state(s.fd);
+            const FdState& st = fds[static_cast<std::size_t>(s.fd)];
             if (st.kind != Kind::blocking || !st.regular || st.direct)
                 return AtOnce::not_tried;
         }
@@ -1559,10 +1629,12 @@ struct EpollEngine::Impl {
             r = sys(::preadv2(s.fd, &v, 1, off, RWF_NOWAIT));
         } else {
             const auto* iov = static_cast<const iovec*>(addr);
-            want = 0;
-            for (unsigned i = 0; i < s.len; ++i)
-                want += iov[i].iov_len;
             r = sys(::preadv2(s.fd, iov, static_cast<int>(s.len), off, RWF_NOWAIT));
+            // (The vector is summed only once the kernel has read it: a bad pointer or count
+            // is the call's -EFAULT or -EINVAL, never a fault here.)
+            want = 0;
+            for (unsigned i = 0; r > 0 && i < s.len; ++i)
+                want += iov[i].iov_len;
         }
         if (r == -ESPIPE || r == -EISDIR || r == -EBADF)
             return AtOnce::stale;
@@ -1657,8 +1729,11 @@ struct EpollEngine::Impl {
         const io_uring_sqe& s = p->sqe;
         const auto* path = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.addr));
         const int flags = static_cast<int>(s.statx_flags);
-        if (s.fd < 0 || !path || path[0] != '\0' || !(flags & AT_EMPTY_PATH) ||
-            (flags & AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC || !s.off)
+        if (s.fd < 0 || !path || !(flags & AT_EMPTY_PATH) || (flags & AT_STATX_SYNC_TYPE) == AT_STATX_FORCE_SYNC ||
+            !s.off)
+            return false;
+        char first = 1; // (read as the kernel reads it: an unreadable path is the pool's -EFAULT)
+        if (!copy_in(&first, s.addr, 1) || first != '\0')
             return false;
         auto* out = reinterpret_cast<struct statx*>(static_cast<std::uintptr_t>(s.off));
         int r = sys(::statx(s.fd, "", flags | AT_STATX_DONT_SYNC, s.len, out));
@@ -1755,23 +1830,35 @@ struct EpollEngine::Impl {
             finish(p, sys(::epoll_ctl(s.fd, static_cast<int>(s.len), static_cast<int>(s.off),
                                       reinterpret_cast<epoll_event*>(static_cast<std::uintptr_t>(s.addr)))));
             return;
-        case opc::timeout:
-            if ((s.timeout_flags & ~(timeout_abs | timeout_realtime | (1u << 2) | (1u << 5))) ||
-                !valid_timespec(s.addr)) {
-                finish(p, -EINVAL); // multishot timeouts and the like, a negative time
+        case opc::timeout: {
+            // As the kernel checks it: the SQE's fields, the flags (at most one clock), then
+            // the timespec (multishot timeouts are not served: -EINVAL).
+            constexpr std::uint32_t clocks = timeout_realtime | (1u << 2);
+            __kernel_timespec ts{};
+            int r = s.len != 1 || s.buf_index ? -EINVAL : 0;
+            if (r == 0 &&
+                ((s.timeout_flags & ~(timeout_abs | clocks | (1u << 5))) || (s.timeout_flags & clocks) == clocks))
+                r = -EINVAL;
+            if (r == 0)
+                r = read_timespec(s.addr, ts);
+            if (r < 0) {
+                finish(p, r);
                 return;
             }
-            p->deadline =
-                deadline_of(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.addr)), s.timeout_flags);
+            p->deadline = deadline_of(ts, s.timeout_flags);
             p->state = State::timer;
             heap_push(p);
             if (s.off) // also ends (with 0) once that many other completions were posted
                 counted.push_back(p);
             return;
+        }
         case opc::timeout_remove: {
-            if ((s.timeout_flags & timeout_update) && !valid_timespec(s.off)) {
-                finish(p, -EINVAL);
-                return;
+            __kernel_timespec ts{};
+            if (s.timeout_flags & timeout_update) {
+                if (const int r = read_timespec(s.off, ts); r < 0) {
+                    finish(p, r);
+                    return;
+                }
             }
             Pending* t = find_in_flight(s.addr, opc::timeout);
             if (!t || t->state != State::timer) {
@@ -1780,8 +1867,7 @@ struct EpollEngine::Impl {
             }
             if (s.timeout_flags & timeout_update) {
                 heap_remove(t);
-                t->deadline =
-                    deadline_of(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.off)), s.timeout_flags);
+                t->deadline = deadline_of(ts, s.timeout_flags);
                 heap_push(t);
             } else {
                 heap_remove(t);
@@ -1815,6 +1901,12 @@ struct EpollEngine::Impl {
                 finish(p, -EOPNOTSUPP);
                 return;
             }
+            if (s.opcode == opc::recvmsg && (s.flags & sqe_buffer_select)) {
+                if (const int r = read_msghdr(p); r < 0) {
+                    finish(p, r);
+                    return;
+                }
+            }
             break;
         case opc::accept:
             if (s.file_index) {
@@ -1837,6 +1929,10 @@ struct EpollEngine::Impl {
             to_pool(p); // a file's side may block; a pipe's is served as it comes
             return;
         case opc::statx:
+            if (!s.addr) { // (statx(2) takes a null path with AT_EMPTY_PATH since 6.11; io_uring does not)
+                finish(p, -EFAULT);
+                return;
+            }
             if (statx_at_once(p))
                 return;
             to_pool(p);
@@ -1872,6 +1968,10 @@ struct EpollEngine::Impl {
         AtOnce tried = AtOnce::not_tried;
         bool trusted = false; // a positional call on what was last found a regular file
         if (s.fd >= 0) {
+            if (const int r = in_table(s.fd); r < 0) {
+                finish(p, r);
+                return;
+            }
             if (s.opcode == opc::read || s.opcode == opc::readv) {
                 tried = p->first_try ? static_cast<AtOnce>(p->first_try) : read_at_once(p);
                 p->first_try = 0; // (used once: a start over, from ended_off_loop, tries again)
@@ -2086,7 +2186,9 @@ struct EpollEngine::Impl {
             }
             if (!heap.empty()) {
                 std::uint64_t now = mono_ns();
-                long long t = heap.front()->deadline > now ? static_cast<long long>(heap.front()->deadline - now) : 0;
+                const std::uint64_t d = heap.front()->deadline;
+                // (A deadline the clock never reaches waits no shorter than any other wait.)
+                long long t = d > now ? static_cast<long long>(std::min<std::uint64_t>(d - now, 1ull << 62)) : 0;
                 if (wait_ns < 0 || t < wait_ns)
                     wait_ns = t;
             }

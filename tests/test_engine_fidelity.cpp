@@ -1,0 +1,363 @@
+// The epoll engine answers what the kernel answers, bad input included: each case runs the
+// same raw SQEs on a ring of each engine (uring::Ring made with EngineKind::io_uring and
+// EngineKind::epoll) and compares the CQEs, and with what the kernel documents. Where io_uring
+// cannot be set up (a seccomp profile refuses it) the epoll side is checked against the
+// expected answer alone. (tests/fuzz/diff_engines.cpp draws such cases at random; these are
+// the ones it, or a reader, found, kept as tests.)
+#include <ringo/uring/compat.hpp>
+#include <ringo/uring/ring.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "helpers.hpp"
+
+using ringo::uring::EngineKind;
+using ringo::uring::Ring;
+using ringo::uring::RingParams;
+namespace compat = ringo::uring::compat;
+namespace opc = ringo::uring::compat::opcode;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Cqe {
+    std::uint64_t user_data;
+    int res;
+    std::uint32_t flags;
+};
+
+const char* name_of(EngineKind k) { return k == EngineKind::epoll ? "epoll" : "io_uring"; }
+
+// A ring of engine `k`, or none when io_uring cannot be set up here.
+std::unique_ptr<Ring> make_ring(EngineKind k) {
+    RingParams p;
+    p.engine = k;
+    p.sq_entries = 8;
+    try {
+        return std::make_unique<Ring>(p);
+    } catch (const std::system_error&) {
+        if (k == EngineKind::epoll)
+            throw;
+        return nullptr;
+    }
+}
+
+// Submits what `prep` prepares (it may take several SQEs from the ring) and gathers CQEs until
+// `want` came or `limit` passed.
+std::vector<Cqe> run(Ring& r, const std::function<void(Ring&)>& prep, unsigned want,
+                     std::chrono::nanoseconds limit = 2s) {
+    prep(r);
+    std::vector<Cqe> got;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    (void)r.submit(0, false);
+    for (;;) {
+        r.reap([&](std::uint64_t ud, int res, std::uint32_t fl) { got.push_back({ud, res, fl}); });
+        const auto left = end - std::chrono::steady_clock::now();
+        if (got.size() >= want || left <= 0ns)
+            break;
+        (void)r.submit_and_wait_timeout(
+            1, static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count()));
+    }
+    return got;
+}
+
+// One SQE (user_data 1) filled by `fill`, on a ring of engine `k`: its CQE, if one came.
+std::optional<Cqe> one(Ring& r, const std::function<void(io_uring_sqe*)>& fill, std::chrono::nanoseconds limit) {
+    auto cqes = run(
+        r,
+        [&](Ring& rr) {
+            io_uring_sqe* s = rr.get_sqe();
+            fill(s);
+            s->user_data = 1;
+        },
+        1, limit);
+    if (cqes.empty())
+        return std::nullopt;
+    return cqes[0];
+}
+
+// Runs one SQE that `fill` fills on both engines; returns the epoll engine's result after
+// checking that io_uring's, when it could be set up, is the same.
+int both(const std::function<void(io_uring_sqe*)>& fill, std::chrono::nanoseconds limit = 2s) {
+    std::optional<int> results[2];
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        auto c = one(*ring, fill, limit);
+        EXPECT_TRUE(c.has_value()) << name_of(k) << ": no CQE in time";
+        if (c)
+            results[k == EngineKind::epoll] = c->res;
+    }
+    if (results[0] && results[1])
+        EXPECT_EQ(*results[0], *results[1]) << "io_uring " << *results[0] << ", epoll " << *results[1];
+    return results[1].value_or(INT_MIN);
+}
+
+// A page that no read can read (kept mapped without access for the process's life: a page
+// unmapped would soon hold a ring's queues).
+void* unmapped_page() {
+    static void* p = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    return p;
+}
+
+std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+void prep(io_uring_sqe* s, std::uint8_t op, int fd, std::uint64_t addr, std::uint32_t len, std::uint64_t off) {
+    std::memset(s, 0, sizeof *s);
+    s->opcode = op;
+    s->fd = fd;
+    s->addr = addr;
+    s->len = len;
+    s->off = off;
+}
+
+// An 8 KiB file of 'x', open for reading and writing.
+struct File {
+    ringo_test::TempDir dir;
+    int fd;
+    File() {
+        const std::string path = dir.file_with("f", std::string(8192, 'x'));
+        fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    }
+    ~File() { ::close(fd); }
+};
+
+} // namespace
+
+// A vector of a readv that the kernel cannot read is its -EFAULT (the epoll engine summed
+// the lengths itself before the call, and faulted).
+TEST(EngineFidelity, ReadvOfAnUnreadableVectorIsEfault) {
+    File f;
+    void* gone = unmapped_page();
+    for (std::uint64_t off : {std::uint64_t{0}, ~std::uint64_t{0}}) {
+        EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::readv, f.fd, 0, 1, off); }), -EFAULT);
+        EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::readv, f.fd, addr_of(gone), 2, off); }), -EFAULT);
+    }
+}
+
+// More iovecs than IOV_MAX: -EINVAL, without the engine reading past the caller's array.
+TEST(EngineFidelity, ReadvOfMoreThanIovMaxVectorsIsEinval) {
+    File f;
+    std::vector<char> buf(16);
+    iovec one_vec{buf.data(), buf.size()};
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::readv, f.fd, addr_of(&one_vec), IOV_MAX + 1, 0); }), -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::readv, f.fd, addr_of(&one_vec), 0x7fffffff, 0); }), -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::readv, f.fd, addr_of(&one_vec), 1, 0); }), 16);
+}
+
+// statx of a descriptor whose path pointer cannot be read: -EFAULT (the engine looked at the
+// path's first byte itself).
+TEST(EngineFidelity, StatxWithAnUnreadablePathIsEfault) {
+    File f;
+    void* gone = unmapped_page();
+    struct statx out {};
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::statx, f.fd, addr_of(gone), STATX_BASIC_STATS, addr_of(&out));
+                  s->statx_flags = AT_EMPTY_PATH;
+              }),
+              -EFAULT);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::statx, f.fd, 0, STATX_BASIC_STATS, addr_of(&out));
+                  s->statx_flags = AT_EMPTY_PATH;
+              }),
+              -EFAULT)
+        << "a null path: statx(2) takes it with AT_EMPTY_PATH, io_uring does not";
+    const char empty[] = "";
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::statx, f.fd, addr_of(empty), STATX_BASIC_STATS, addr_of(&out));
+                  s->statx_flags = AT_EMPTY_PATH;
+              }),
+              0);
+    EXPECT_EQ(out.stx_size, 8192u);
+}
+
+// A timeout's timespec the kernel cannot read is -EFAULT (null too); a negative one -EINVAL;
+// two clocks, or an SQE length other than 1, -EINVAL.
+TEST(EngineFidelity, TimeoutTimespecsAreCheckedAsTheKernelChecksThem) {
+    void* gone = unmapped_page();
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::timeout, -1, addr_of(gone), 1, 0); }), -EFAULT);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::timeout, -1, 0, 1, 0); }), -EFAULT);
+    __kernel_timespec neg{-1, 0}, soon{0, 1'000'000};
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::timeout, -1, addr_of(&neg), 1, 0); }), -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::timeout, -1, addr_of(&soon), 2, 0); }), -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::timeout, -1, addr_of(&soon), 1, 0);
+                  s->timeout_flags = compat::timeout_realtime | compat::timeout_boottime;
+              }),
+              -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::timeout, -1, addr_of(&soon), 1, 0); }), -ETIME);
+    // An update whose timespec cannot be read: -EFAULT before its target is looked for.
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::timeout_remove, -1, 1234, 0, addr_of(gone));
+                  s->timeout_flags = compat::timeout_update;
+              }),
+              -EFAULT);
+}
+
+// A tv_nsec of 10^9 or more is taken (the kernel adds it up), and a timeout the clock never
+// reaches (2^62 s) leaves every other timer of the ring running.
+TEST(EngineFidelity, FarAndUnnormalisedTimeoutsKeepOtherTimersRunning) {
+    __kernel_timespec far{std::int64_t{1} << 62, 0}, unnormalised{0, 1'500'000'000}, soon{0, 5'000'000};
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        SCOPED_TRACE(name_of(k));
+        auto fired = run(
+            *ring,
+            [&](Ring& r) {
+                io_uring_sqe* s = r.get_sqe();
+                prep(s, opc::timeout, -1, addr_of(&far), 1, 0);
+                s->user_data = 1;
+                s = r.get_sqe();
+                prep(s, opc::timeout, -1, addr_of(&unnormalised), 1, 0);
+                s->user_data = 2;
+                s = r.get_sqe();
+                prep(s, opc::timeout, -1, addr_of(&soon), 1, 0);
+                s->user_data = 3;
+            },
+            1, 1s);
+        ASSERT_EQ(fired.size(), 1u) << "the 5 ms timer did not fire alone";
+        EXPECT_EQ(fired[0].user_data, 3u);
+        EXPECT_EQ(fired[0].res, -ETIME);
+        // The 1.5 s one still waits (neither refused nor fired), and so does the far one.
+        auto rest = run(
+            *ring,
+            [&](Ring& r) {
+                io_uring_sqe* s = r.get_sqe();
+                prep(s, opc::async_cancel, -1, 0, 0, 0);
+                s->cancel_flags = compat::async_cancel_any;
+                s->user_data = 9;
+            },
+            3, 1s);
+        int cancelled = 0;
+        for (const Cqe& c : rest)
+            if (c.user_data != 9 && c.res == -ECANCELED)
+                ++cancelled;
+        EXPECT_EQ(cancelled, 2) << "the far timeout and the 1.5 s one";
+    }
+}
+
+// Any operation on a number far above every open descriptor is -EBADF at once (the engine
+// grew its table to the number: 32 bytes a slot, 64 GiB for INT_MAX).
+TEST(EngineFidelity, AHugeDescriptorNumberIsEbadfAtOnce) {
+    char buf[16];
+    for (int fd : {INT_MAX, 100'000'000, 1'000'000}) {
+        const auto t0 = std::chrono::steady_clock::now();
+        EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::read, fd, addr_of(buf), sizeof buf, 0); }), -EBADF);
+        EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::recv, fd, addr_of(buf), sizeof buf, 0); }), -EBADF);
+        EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::poll_add, fd, 0, 0, 0); }), -EBADF);
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << fd;
+    }
+}
+
+namespace {
+
+// A provided-buffer ring of group 1 (8 buffers of 256 bytes) registered on `r`.
+struct BufRing {
+    void* mem;
+    char bufs[8][256];
+    explicit BufRing(Ring& r) {
+        mem = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        auto* br = static_cast<io_uring_buf_ring*>(mem);
+        io_uring_buf_ring_init(br);
+        for (int i = 0; i < 8; ++i)
+            io_uring_buf_ring_add(br, bufs[i], sizeof bufs[i], static_cast<unsigned short>(i),
+                                  io_uring_buf_ring_mask(8), i);
+        io_uring_buf_ring_advance(br, 8);
+        io_uring_buf_reg reg{};
+        reg.ring_addr = reinterpret_cast<std::uintptr_t>(mem);
+        reg.ring_entries = 8;
+        reg.bgid = 1;
+        EXPECT_EQ(r.register_buf_ring(reg), 0);
+    }
+    ~BufRing() { ::munmap(mem, 4096); }
+    BufRing(const BufRing&) = delete;
+    BufRing& operator=(const BufRing&) = delete;
+};
+
+// One recvmsg with a buffer of group 1 on each engine, after "hello" was sent on a datagram
+// socketpair; `multi`: multishot. Each engine's first CQE, io_uring's first.
+std::vector<Cqe> recvmsg_both(msghdr* m, bool multi) {
+    std::vector<Cqe> out;
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        auto bufs = std::make_unique<BufRing>(*ring);
+        int sv[2];
+        EXPECT_EQ(::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv), 0);
+        EXPECT_EQ(::send(sv[1], "hello", 5, 0), 5);
+        auto c = one(
+            *ring,
+            [&](io_uring_sqe* s) {
+                prep(s, opc::recvmsg, sv[0], addr_of(m), 1, 0);
+                s->flags = IOSQE_BUFFER_SELECT;
+                s->buf_group = 1;
+                if (multi)
+                    s->ioprio = IORING_RECV_MULTISHOT;
+            },
+            1s);
+        EXPECT_TRUE(c.has_value()) << name_of(k);
+        if (c)
+            out.push_back(*c);
+        if (c && (c->flags & IORING_CQE_F_MORE)) // (a multishot that goes on: cancel it, and wait for its end)
+            (void)run(
+                *ring,
+                [&](Ring& r) {
+                    io_uring_sqe* s = r.get_sqe();
+                    prep(s, opc::async_cancel, -1, 1, 0, 0);
+                    s->user_data = 2;
+                },
+                2, 1s);
+        ::close(sv[0]);
+        ::close(sv[1]);
+    }
+    return out;
+}
+
+} // namespace
+
+// recvmsg into a provided buffer: a null msghdr is -EFAULT, a multishot one whose name and
+// control lengths overflow an int is -EOVERFLOW (the engine read through the null pointer,
+// and wrapped the size sum), and a single-shot one puts the payload alone in the buffer.
+TEST(EngineFidelity, RecvmsgWithAProvidedBufferReadsItsMsghdrAsTheKernelDoes) {
+    for (bool multi : {false, true}) {
+        SCOPED_TRACE(multi ? "multishot" : "single-shot");
+        for (const Cqe& c : recvmsg_both(nullptr, multi))
+            EXPECT_EQ(c.res, -EFAULT);
+        msghdr huge{};
+        huge.msg_controllen = SIZE_MAX;
+        auto got = recvmsg_both(&huge, multi);
+        for (const Cqe& c : got)
+            EXPECT_EQ(c.res, multi ? -EOVERFLOW : 5);
+        if (got.size() == 2)
+            EXPECT_EQ(got[0].flags & ~IORING_CQE_F_MORE, got[1].flags & ~IORING_CQE_F_MORE);
+    }
+    msghdr plain{};
+    for (const Cqe& c : recvmsg_both(&plain, false)) {
+        EXPECT_EQ(c.res, 5) << "the payload alone, no io_uring_recvmsg_out header";
+        EXPECT_TRUE(c.flags & IORING_CQE_F_BUFFER);
+    }
+}
