@@ -81,8 +81,12 @@ std::string describe_setup_error(int err, const RingParams& p, std::uint32_t fla
                "or raise the limit";
         break;
     case EPERM:
-        msg += ": not permitted (SQPOLL may need privileges, or io_uring is disabled by "
-               "kernel.io_uring_disabled)";
+    case EACCES:
+        msg += ": not permitted (a seccomp profile refuses io_uring, as the default ones of Docker and "
+               "Kubernetes do, or kernel.io_uring_disabled disables it";
+        if (flags & compat::setup::sqpoll)
+            msg += ", or SQPOLL needs privileges here";
+        msg += ")";
         break;
     case EMFILE:
     case ENFILE: msg += ": too many open files"; break;
@@ -98,6 +102,20 @@ std::string describe_setup_error(int err, const RingParams& p, std::uint32_t fla
                (err == EINVAL ? ", which must be an open io_uring descriptor" : ", which is not an open descriptor");
     }
     return msg;
+}
+
+// What a runtime that fell back to the epoll engine was asked for and does not have: the
+// options only io_uring has.
+std::string not_in_force(const RingParams& p) {
+    std::string opts;
+    auto add = [&opts](const char* what) { opts += opts.empty() ? what : std::string(", ") + what; };
+    if (p.flags & compat::setup::sqpoll)
+        add("SQPOLL");
+    if (p.flags & compat::setup::iopoll)
+        add("IOPOLL");
+    if (p.attach_wq_fd >= 0)
+        add("attach_wq");
+    return opts.empty() ? std::string() : "; not in force on the epoll engine: " + opts;
 }
 
 // RuntimeOptions::attach_wq names another ring's descriptor: check it before the kernel
@@ -202,11 +220,19 @@ Ring::Ring(const RingParams& params) {
     try {
         setup_kernel(params);
     } catch (const std::system_error& e) {
-        // io_uring refused (seccomp's EPERM, kernel.io_uring_disabled, ENOMEM under a
-        // memlock limit, ENOSYS): the epoll engine serves the same queues.
+        // io_uring refused (seccomp's EPERM, kernel.io_uring_disabled's EPERM or EACCES,
+        // ENOMEM under a memlock limit, ENOSYS): the epoll engine serves the same queues. Any
+        // other error is the caller's parameters' (EINVAL after the optional flags were
+        // dropped, an SQPOLL CPU that does not exist, a bad attach_wq): it throws, as it
+        // would with no epoll engine to fall back on.
+        const int err = e.code().value();
+        if (e.code().category() != std::generic_category() ||
+            (err != EPERM && err != EACCES && err != ENOSYS && err != ENOMEM))
+            throw;
         ring_ = io_uring{};
-        refusal_errno_ = e.code().value();
+        refusal_errno_ = err;
         refusal_ = std::string("io_uring could not be set up: ") + e.what();
+        refusal_ += not_in_force(params);
         // Neither engine: one std::system_error that names both reasons (out of memory for the
         // epoll engine's queues too, as under a small RLIMIT_AS, is ENOMEM).
         try {

@@ -167,13 +167,31 @@ TEST(Options, SetupFailsWithClearErrorWhenNothingWorks) {
         EXPECT_NE(std::string(e.what()).find("io_uring_setup"), std::string::npos);
         EXPECT_NE(std::string(e.what()).find("SQPOLL"), std::string::npos);
     }
-    // With the engine left to choose (and not forced by RINGO_ENGINE), the program runs on
-    // epoll and says why.
+    // With the engine left to choose (and not forced by RINGO_ENGINE), a parameter the kernel
+    // rejects is still the caller's mistake: it throws too, rather than running on epoll
+    // without what was asked for.
     if (!ringo_test::on_epoll()) {
-        Runtime rt{RuntimeOptions{}.sqpoll().reject_setup_flags_for_testing(setup::sqpoll)};
-        EXPECT_EQ(rt.engine(), ringo::Engine::epoll);
-        EXPECT_NE(rt.engine_reason().find("SQPOLL"), std::string::npos) << rt.engine_reason();
+        EXPECT_THROW(Runtime rt{RuntimeOptions{}.sqpoll().reject_setup_flags_for_testing(setup::sqpoll)},
+                     std::system_error);
+        EXPECT_THROW(Runtime rt{RuntimeOptions{}.sqpoll(true, 10, 4000)}, std::system_error) << "no CPU 4000";
     }
+}
+
+TEST(Options, AFallBackToEpollNamesTheOptionsNotInForce) {
+    // io_uring refused (as a seccomp profile refuses it): the runtime runs on epoll, and its
+    // reason says which io_uring-only options it runs without.
+    for (int err : {EPERM, EACCES, ENOSYS, ENOMEM}) {
+        Runtime rt{RuntimeOptions{}.sqpoll().fail_setup_for_testing(err)};
+        if (ringo_test::on_epoll())
+            continue; // (forced: no fall-back to look at)
+        EXPECT_EQ(rt.engine(), ringo::Engine::epoll);
+        EXPECT_NE(rt.engine_reason().find("not in force on the epoll engine: SQPOLL"), std::string::npos)
+            << rt.engine_reason();
+    }
+    Runtime plain{RuntimeOptions{}.fail_setup_for_testing(EPERM)};
+    EXPECT_EQ(plain.engine_reason().find("not in force"), std::string::npos) << plain.engine_reason();
+    if (!ringo_test::on_epoll())
+        EXPECT_NE(plain.engine_reason().find("seccomp"), std::string::npos) << plain.engine_reason();
 }
 
 TEST(Options, SqpollRuntimeWorks) {

@@ -17,8 +17,11 @@ class Runtime;
 ///     seccomp profile, kernel.io_uring_disabled, a memlock limit); io_uring-only features
 ///     (registered files and buffers, provided-buffer rings, multishot receive, zero-copy
 ///     send, msg_ring, uring_cmd) complete with -EOPNOTSUPP or take their usual fallback;
-///   - `automatic` (the default): io_uring when a ring can be set up, epoll otherwise. The
-///     environment variable RINGO_ENGINE=epoll or RINGO_ENGINE=io_uring overrides it.
+///   - `automatic` (the default): io_uring when a ring can be set up, epoll when the kernel
+///     refuses io_uring (EPERM, EACCES, ENOSYS, or ENOMEM at setup); a parameter the kernel
+///     rejects (EINVAL after the optional flags were dropped, a bad attach_wq) throws, as
+///     with `io_uring`. The environment variable RINGO_ENGINE=epoll or RINGO_ENGINE=io_uring
+///     overrides it.
 using Engine = uring::EngineKind;
 
 /// How a Runtime sets up its io_uring. Every setter returns *this:
