@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstddef>
@@ -75,7 +76,18 @@ int sys(long r) noexcept { return r < 0 ? -errno : static_cast<int>(r); }
 struct Job {
     Job* next = nullptr;
     void (*run)(Job*) noexcept = nullptr;
+    // The thread that makes the call, while it makes it (BlockingCalls::m_ guards both): a
+    // cancelled call is interrupted there (BlockingCalls::interrupt).
+    pthread_t runner{};
+    bool running = false;
 };
+
+// The signal that interrupts a blocking call of the pool when its operation is cancelled or
+// its engine ends (a read of a terminal, a FIFO's open, a futex wait: calls that may never
+// return by themselves). Its handler does nothing and is installed without SA_RESTART, so the
+// call returns EINTR. Taken only while the program has no handler of its own for it.
+int interrupt_signal() noexcept { return SIGRTMAX - 7; }
+extern "C" void ringo_pool_interrupted(int) {}
 
 // The bounded pool of threads that make blocking calls for every epoll engine of the
 // process. Threads start when calls wait and none is idle, up to `max_threads`; they live as
@@ -86,6 +98,14 @@ public:
     static BlockingCalls& get() {
         static BlockingCalls* p = [] {
             auto* made = new BlockingCalls; // never destroyed: its threads outlive main
+            struct sigaction old {};
+            if (::sigaction(interrupt_signal(), nullptr, &old) == 0 && old.sa_handler == SIG_DFL &&
+                !(old.sa_flags & SA_SIGINFO)) {
+                struct sigaction sa {};
+                sa.sa_handler = ringo_pool_interrupted; // (no SA_RESTART: the call returns EINTR)
+                sigemptyset(&sa.sa_mask);
+                made->interruptible_ = ::sigaction(interrupt_signal(), &sa, nullptr) == 0;
+            }
             // fork(): the lock is held across it, and the child starts over with no thread
             // and no call (those queued or running belong to the parent's engines).
             ::pthread_atfork([] { get().m_.lock(); }, [] { get().m_.unlock(); }, [] { get().after_fork_in_child(); });
@@ -137,6 +157,12 @@ private:
         finishing_.store(0, std::memory_order_relaxed);
     }
     void work() {
+        if (interruptible_) { // (created with every signal blocked)
+            sigset_t one;
+            sigemptyset(&one);
+            sigaddset(&one, interrupt_signal());
+            pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+        }
         std::unique_lock lk(m_);
         for (;;) {
             while (!head_) {
@@ -148,6 +174,8 @@ private:
             head_ = j->next;
             if (!head_)
                 tail_ = nullptr;
+            j->runner = pthread_self();
+            j->running = true;
             lk.unlock();
             j->run(j); // calls finishing() before its result is seen
             lk.lock();
@@ -157,10 +185,29 @@ private:
 
 public:
     /// A call is done and about to post its result: its thread counts as free for the next
-    /// call from then on (a call made right after the result is seen starts no thread).
-    void finishing() noexcept { finishing_.fetch_add(1, std::memory_order_release); }
+    /// call from then on (a call made right after the result is seen starts no thread), and
+    /// no interrupt is aimed at it any more (its record may be reused once the result is seen).
+    void finishing(Job* j) noexcept {
+        {
+            std::lock_guard lk(m_);
+            j->running = false;
+        }
+        finishing_.fetch_add(1, std::memory_order_release);
+    }
+    /// Interrupts job `j`'s call if a thread makes it now: its call returns EINTR. A signal
+    /// that comes before the call starts is lost; the caller sends it again until the job
+    /// ends. Returns false when the pool cannot interrupt (the program handles the signal).
+    bool interrupt(Job* j) noexcept {
+        if (!interruptible_)
+            return false;
+        std::lock_guard lk(m_);
+        if (j->running)
+            (void)pthread_kill(j->runner, interrupt_signal());
+        return true;
+    }
 
 private:
+    bool interruptible_ = false;
     std::atomic<unsigned> finishing_{0};
     std::mutex m_;
     std::condition_variable cv_;
@@ -236,11 +283,15 @@ struct EpollEngine::Impl {
         Pending* w_next = nullptr;
         Pending* chain = nullptr; // the next SQE of a link, held until this one ends
         std::uint64_t deadline = 0;
+        std::uint64_t period = 0; // a multishot timeout's (ns), and its expiries so far in done_io
         std::size_t heap_index = static_cast<std::size_t>(-1);
         int res = 0;
         std::uint32_t gen = 0;    // counts the record's uses
         std::uint32_t cflags = 0; // CQE flags of the result (a selected buffer)
         bool empty = false;       // a multishot recvmsg's last message had no payload
+        // The bytes a recv or send with MSG_WAITALL on a stream socket moved so far (it ends
+        // when all came, or with what came at an error or the stream's end, as the kernel's).
+        std::uint32_t done_io = 0;
         // A recvmsg into a provided buffer: the caller's msghdr, read once at its start as
         // the kernel reads it (its name and control lengths, and for a single-shot one the
         // length its one iovec asks for).
@@ -249,7 +300,8 @@ struct EpollEngine::Impl {
         int fd = -1;
         State state = State::free;
         bool cancelled = false;
-        bool connecting = false; // a connect that got EINPROGRESS: the next step reads SO_ERROR
+        bool connecting = false;    // a connect that got EINPROGRESS: the next step reads SO_ERROR
+        bool drain_started = false; // an IOSQE_IO_DRAIN SQE that started (counted in drains_running)
         // A positional call sent to the pool on the word of the descriptor's cached kind (a
         // regular file) without looking again: -ESPIPE from the pool then means the number
         // names a stream now, and the operation starts over (take_pool_results).
@@ -327,6 +379,15 @@ struct EpollEngine::Impl {
     std::vector<std::unique_ptr<Pending[]>> chunks;
     Pending* link_head = nullptr; // the first and last SQE of a link being submitted
     Pending* link_tail = nullptr;
+    // IOSQE_IO_DRAIN: an SQE so flagged starts once every SQE submitted before it ended, and
+    // the SQEs after it start once it ended. Links held for that (their first SQEs, in order),
+    // the records they hold, the records alive, and the drained SQEs started and not ended.
+    std::deque<Pending*> drain_queue;
+    std::size_t drain_held = 0;
+    std::size_t live = 0;
+    unsigned drains_running = 0;
+    std::uint64_t private_ud = 0; // the runtime's own SQEs (private_user_data): no drain waits for them
+    std::size_t private_live = 0; // ... alive
 
     // Completions the pool posts (any thread).
     std::mutex done_m;
@@ -420,9 +481,20 @@ struct EpollEngine::Impl {
         // cancelled everything else).
         if (aio == AioState::ready)
             (void)::syscall(SYS_io_destroy, aio_ctx);
+        // Calls that may never end by themselves (a read of a terminal, a FIFO's open) are
+        // interrupted, again every 10 ms until they ended.
+        for (Pending* p = all; p; p = p->all_next)
+            if (p->state == State::pool && !p->cancelled) {
+                p->cancelled = true;
+                interrupt(p);
+            }
         {
             std::unique_lock lk(done_m);
-            done_cv.wait(lk, [this] { return on_pool == 0; });
+            while (!done_cv.wait_for(lk, std::chrono::milliseconds(10), [this] { return on_pool == 0; })) {
+                lk.unlock();
+                (void)interrupt_again();
+                lk.lock();
+            }
         }
         ::close(wake_fd);
         ::close(epfd);
@@ -450,6 +522,7 @@ struct EpollEngine::Impl {
         }
         Pending* p = free_list;
         free_list = p->w_next;
+        ++live;
         ++p->gen;
         p->w_next = p->w_prev = nullptr;
         p->chain = nullptr;
@@ -463,12 +536,20 @@ struct EpollEngine::Impl {
         p->connecting = false;
         p->recheck = false;
         p->first_try = 0;
+        p->done_io = 0;
         p->heap_index = static_cast<std::size_t>(-1);
         p->res = 0;
         p->cflags = 0;
         return p;
     }
     void release(Pending* p) noexcept {
+        --live;
+        if (p->sqe.user_data == private_ud && private_ud)
+            --private_live;
+        if ((p->sqe.flags & compat::sqe_flag::io_drain) && p->drain_started) {
+            p->drain_started = false;
+            --drains_running;
+        }
         if (p->all_prev)
             p->all_prev->all_next = p->all_next;
         else
@@ -608,15 +689,43 @@ struct EpollEngine::Impl {
         if (p->sqe.opcode == opc::timeout && p->sqe.off)
             counted.erase(std::remove(counted.begin(), counted.end(), p), counted.end());
         made(p->sqe, res);
-        post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
+        if (res < 0 || !(p->sqe.flags & compat::sqe_flag::cqe_skip_success))
+            post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
         Pending* next = p->chain;
-        const bool broke = res < 0 && !(p->sqe.flags & sqe_io_hardlink);
+        const bool broke = !(p->sqe.flags & sqe_io_hardlink) && breaks_link(p->sqe, res);
         release(p);
         if (next) {
             if (broke)
                 cancel_chain(next);
             else
                 start(next);
+        }
+        if (!drain_queue.empty())
+            undrain();
+    }
+    // Whether result `res` of `s` cancels the rest of its link, as the kernel decides it: an
+    // error (not a timeout's -ETIME with ETIME_SUCCESS), and a read or write (or splice, tee)
+    // that moved fewer bytes than asked, and a recv or send with MSG_WAITALL that did.
+    static bool breaks_link(const io_uring_sqe& s, int res) noexcept {
+        if (res < 0)
+            return !(s.opcode == opc::timeout && res == -ETIME && (s.timeout_flags & compat::timeout_etime_success));
+        switch (s.opcode) {
+        case opc::read:
+        case opc::write: return !(s.flags & sqe_buffer_select) && static_cast<std::uint32_t>(res) != s.len;
+        case opc::readv:
+        case opc::writev: {
+            // (The kernel read the vector for the call that succeeded.)
+            const auto* iov = reinterpret_cast<const iovec*>(static_cast<std::uintptr_t>(s.addr));
+            std::size_t want = 0;
+            for (unsigned i = 0; i < s.len; ++i)
+                want += iov[i].iov_len;
+            return static_cast<std::size_t>(res) != want;
+        }
+        case opc::splice:
+        case opc::tee: return static_cast<std::uint32_t>(res) != s.len;
+        case opc::recv:
+        case opc::send: return (s.msg_flags & MSG_WAITALL) && static_cast<std::uint32_t>(res) < s.len;
+        default: return false;
         }
     }
     void cancel_chain(Pending* p) {
@@ -626,6 +735,8 @@ struct EpollEngine::Impl {
             release(p);
             p = n;
         }
+        if (!drain_queue.empty())
+            undrain();
     }
 
     // ------------------------------------------------------------------ descriptors
@@ -917,6 +1028,14 @@ struct EpollEngine::Impl {
         while (!heap.empty() && heap.front()->deadline <= now) {
             Pending* p = heap.front();
             heap_remove(p);
+            if ((p->sqe.timeout_flags & compat::timeout_multishot) && (p->sqe.off == 0 || ++p->done_io < p->sqe.off)) {
+                // A multishot timeout: -ETIME with IORING_CQE_F_MORE at each expiry, one period
+                // after the last, until its count (off; 0: for ever) ran out.
+                post(p->sqe.user_data, -ETIME, cqe_f_more);
+                p->deadline = now + p->period;
+                heap_push(p);
+                continue;
+            }
             finish(p, -ETIME);
         }
     }
@@ -926,7 +1045,7 @@ struct EpollEngine::Impl {
     static void run_on_pool(Job* j) noexcept {
         auto* p = static_cast<Pending*>(j);
         p->res = blocking_call(p->sqe, p->recheck);
-        BlockingCalls::get().finishing();
+        BlockingCalls::get().finishing(p);
         Impl* e = p->eng;
         std::lock_guard lk(e->done_m);
         // The first result of a batch wakes the loop; later ones find it woken already (the
@@ -948,6 +1067,36 @@ struct EpollEngine::Impl {
             (void)!::read(fd, &v, sizeof v);
             (void)!::write(fd, &one, sizeof one);
         }
+    }
+    // A cancelled call on the pool is interrupted (its call returns EINTR, the operation
+    // -ECANCELED), and again at each look at the events until it ended: a signal that came
+    // before the call started was lost.
+    struct Interrupted {
+        Pending* p;
+        std::uint32_t gen;
+    };
+    std::vector<Interrupted> interrupted;
+    void interrupt(Pending* p) {
+        if (!BlockingCalls::get().interrupt(p))
+            return; // (the program handles the signal: the call runs to its end)
+        for (const Interrupted& i : interrupted)
+            if (i.p == p && i.gen == p->gen)
+                return;
+        try {
+            interrupted.push_back({p, p->gen});
+        } catch (...) { // (then only the first signal: a call not yet started runs to its end)
+        }
+    }
+    // Sends the interrupts again to the calls that have not ended; true while some remain.
+    bool interrupt_again() noexcept {
+        std::size_t kept = 0;
+        for (const Interrupted& i : interrupted)
+            if (i.p->gen == i.gen && i.p->state == State::pool) {
+                (void)BlockingCalls::get().interrupt(i.p);
+                interrupted[kept++] = i;
+            }
+        interrupted.resize(kept);
+        return kept > 0;
     }
     void to_pool(Pending* p) {
         p->state = State::pool;
@@ -991,6 +1140,8 @@ struct EpollEngine::Impl {
     }
     // The result of a call made off the loop's thread (the pool, native AIO).
     void ended_off_loop(Pending* p, int res) {
+        if (p->cancelled && res == -EINTR)
+            res = -ECANCELED; // (interrupted: interrupt)
         if (p->recheck && res == -ESPIPE && !p->cancelled) {
             // The descriptor is no longer the regular file it was (closed behind the
             // engine's back, its number reused by a pipe or socket): start over.
@@ -1011,14 +1162,17 @@ struct EpollEngine::Impl {
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
         const bool cur = s.off == ~std::uint64_t{0};
         switch (s.opcode) {
-        case opc::read: {
-            int r = cur ? -ESPIPE : sys(::pread(fd, addr, s.len, off));
-            return r == -ESPIPE && !positional_only ? sys(::read(fd, addr, s.len))
-                                                    : r; // a stream: no offset, as io_uring
-        }
+        case opc::read:
         case opc::write: {
-            int r = cur ? -ESPIPE : sys(::pwrite(fd, addr, s.len, off));
-            return r == -ESPIPE && !positional_only ? sys(::write(fd, addr, s.len)) : r;
+            // (The caller's RWF_* flags go to the call: the kernel answers what it lacks.)
+            const bool wr = s.opcode == opc::write;
+            iovec v{addr, s.len};
+            auto call = [&](off_t at) {
+                return sys(wr ? ::pwritev2(fd, &v, 1, at, static_cast<int>(s.rw_flags))
+                              : ::preadv2(fd, &v, 1, at, static_cast<int>(s.rw_flags)));
+            };
+            int r = cur ? -ESPIPE : call(off);
+            return r == -ESPIPE && !positional_only ? call(-1) : r; // a stream: no offset, as io_uring
         }
         case opc::readv:
             return sys(::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), cur ? -1 : off,
@@ -1078,7 +1232,7 @@ struct EpollEngine::Impl {
     // (the pool's own call then gives the answer). RWF_NOWAIT keeps io_submit from waiting on
     // the loop's thread (a write that allocates blocks, a lock held): such a call ends with
     // -EAGAIN and is made again on the pool. A call in flight cannot be withdrawn (io_cancel
-    // does not stop a direct read): it runs to its end, as a call on the pool does.
+    // does not stop a direct read): it runs to its end (a call on the pool is interrupted).
     enum class AioState : unsigned char { untried, ready, refused };
     AioState aio = AioState::untried;
     aio_context_t aio_ctx = 0;
@@ -1186,7 +1340,11 @@ struct EpollEngine::Impl {
     // ------------------------------------------------------------------ readiness
 
     // Tries the call of a readiness operation without blocking: its result, or -EAGAIN.
-    int try_call(Pending* p) { return after_try(p->sqe, try_call_once(p)); }
+    int try_call(Pending* p) {
+        if ((p->sqe.msg_flags & MSG_WAITALL) && waits_for_all(p->sqe)) [[unlikely]]
+            return waitall_call(p);
+        return after_try(p->sqe, try_call_once(p));
+    }
     // What a try's result `r` tells (the call's result, returned).
     int after_try(const io_uring_sqe& s, int r) {
         if (r == -EPIPE)
@@ -1231,9 +1389,11 @@ struct EpollEngine::Impl {
         case opc::send:
         case opc::sendmsg: return socket_call_now(s);
         case opc::accept:
-            return sys(::accept4(fd, static_cast<sockaddr*>(addr),
-                                 reinterpret_cast<socklen_t*>(static_cast<std::uintptr_t>(s.off)),
-                                 static_cast<int>(s.accept_flags)));
+            return without_waiting(fd, [&] {
+                return sys(::accept4(fd, static_cast<sockaddr*>(addr),
+                                     reinterpret_cast<socklen_t*>(static_cast<std::uintptr_t>(s.off)),
+                                     static_cast<int>(s.accept_flags)));
+            });
         case opc::connect: {
             if (p->connecting) {
                 int err = 0;
@@ -1249,7 +1409,9 @@ struct EpollEngine::Impl {
                 }
                 return -err;
             }
-            int r = sys(::connect(fd, static_cast<const sockaddr*>(addr), static_cast<socklen_t>(s.off)));
+            int r = without_waiting(fd, [&] {
+                return sys(::connect(fd, static_cast<const sockaddr*>(addr), static_cast<socklen_t>(s.off)));
+            });
             if (r == -EINPROGRESS || r == -EAGAIN) {
                 p->connecting = true;
                 return -EAGAIN;
@@ -1259,23 +1421,23 @@ struct EpollEngine::Impl {
         case opc::read:
             if (s.flags & sqe_buffer_select)
                 return recv_selected(p);
-            if (nowait) {
+            if (nowait || s.rw_flags) { // (the caller's RWF_* flags: the kernel answers what it lacks)
                 iovec v{addr, s.len};
-                return sys(::preadv2(fd, &v, 1, -1, RWF_NOWAIT));
+                return sys(::preadv2(fd, &v, 1, -1, static_cast<int>(s.rw_flags) | (nowait ? RWF_NOWAIT : 0)));
             }
             return sys(::read(fd, addr, s.len));
         case opc::write:
-            if (nowait) {
+            if (nowait || s.rw_flags) {
                 iovec v{addr, s.len};
-                return sys(::pwritev2(fd, &v, 1, -1, RWF_NOWAIT));
+                return sys(::pwritev2(fd, &v, 1, -1, static_cast<int>(s.rw_flags) | (nowait ? RWF_NOWAIT : 0)));
             }
             return sys(::write(fd, addr, s.len));
         case opc::readv:
-            return sys(
-                ::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), -1, nowait ? RWF_NOWAIT : 0));
+            return sys(::preadv2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), -1,
+                                 static_cast<int>(s.rw_flags) | (nowait ? RWF_NOWAIT : 0)));
         case opc::writev:
-            return sys(
-                ::pwritev2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), -1, nowait ? RWF_NOWAIT : 0));
+            return sys(::pwritev2(fd, static_cast<const iovec*>(addr), static_cast<int>(s.len), -1,
+                                  static_cast<int>(s.rw_flags) | (nowait ? RWF_NOWAIT : 0)));
         case opc::poll_add: {
             pollfd pf{fd, static_cast<short>(s.poll32_events & 0xffff), 0};
             int r = ::poll(&pf, 1, 0);
@@ -1285,6 +1447,48 @@ struct EpollEngine::Impl {
         }
         default: return -EOPNOTSUPP;
         }
+    }
+    // accept4 or connect (`call`) on socket `fd` without waiting: a socket in blocking mode
+    // has O_NONBLOCK for the call alone, as io_uring makes it without changing the caller's
+    // file flags (accept4 and connect have no MSG_DONTWAIT).
+    template <class Call>
+    static int without_waiting(int fd, Call call) {
+        const int fl = ::fcntl(fd, F_GETFL);
+        if (fl < 0 || (fl & O_NONBLOCK))
+            return call();
+        (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        const int r = call();
+        (void)::fcntl(fd, F_SETFL, fl);
+        return r;
+    }
+    // A recv or send with MSG_WAITALL on a stream socket: it goes on until all `len` bytes
+    // moved (done_io counts them across waits), and ends with what moved at the stream's end
+    // or an error, as the kernel's request does.
+    int waitall_call(Pending* p) {
+        io_uring_sqe part = p->sqe;
+        for (;;) {
+            part.addr = p->sqe.addr + p->done_io;
+            part.len = p->sqe.len - p->done_io;
+            const int r = after_try(part, socket_call_now(part));
+            if (r > 0) {
+                p->done_io += static_cast<std::uint32_t>(r);
+                if (p->done_io < p->sqe.len)
+                    continue;
+                return static_cast<int>(p->done_io);
+            }
+            if (r == -EAGAIN)
+                return r;
+            return p->done_io ? static_cast<int>(p->done_io) : r;
+        }
+    }
+    static bool waits_for_all(const io_uring_sqe& s) noexcept {
+        if ((s.opcode != opc::recv && s.opcode != opc::send) || !(s.msg_flags & MSG_WAITALL) ||
+            (s.flags & sqe_buffer_select) || (s.ioprio & recv_multishot))
+            return false;
+        int type = 0;
+        socklen_t len = sizeof type;
+        return ::getsockopt(s.fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+               (type == SOCK_STREAM || type == SOCK_SEQPACKET);
     }
     // recv, send, recvmsg or sendmsg (no provided buffer) without waiting: its result, or -EAGAIN.
     static int socket_call_now(const io_uring_sqe& s) noexcept {
@@ -1449,7 +1653,7 @@ struct EpollEngine::Impl {
             int r = try_call(p);
             if (r == -EAGAIN)
                 return false;
-            if (r == -EOPNOTSUPP && fd_state(p->fd).kind == Kind::nowait &&
+            if (r == -EOPNOTSUPP && fd_state(p->fd).kind == Kind::nowait && p->sqe.rw_flags == 0 &&
                 (p->sqe.opcode == opc::read || p->sqe.opcode == opc::write || p->sqe.opcode == opc::readv ||
                  p->sqe.opcode == opc::writev)) {
                 // This descriptor cannot be read or written without blocking (no RWF_NOWAIT):
@@ -1542,12 +1746,20 @@ struct EpollEngine::Impl {
             finish(p, -ECANCELED);
             return 0;
         case State::pool:
+            p->cancelled = true;
+            interrupt(p);
+            return -EALREADY;
         case State::aio: p->cancelled = true; return -EALREADY;
         default: return -ENOENT;
         }
     }
     int cancel(const io_uring_sqe& s, Pending* self) {
         const std::uint32_t fl = s.cancel_flags;
+        constexpr std::uint32_t cancel_fixed = 1u << 3, cancel_userdata = 1u << 4, cancel_op = 1u << 5;
+        if (fl & ~(cancel_all | cancel_fd | cancel_any | cancel_fixed | cancel_userdata | cancel_op))
+            return -EINVAL; // (a flag the kernel does not have: never "everything")
+        if (fl & cancel_fixed)
+            return -EBADF; // no registered file table
         if ((fl & cancel_fd) && !(fl & cancel_any) && ::fcntl(s.fd, F_GETFD) < 0)
             return -EBADF; // as the kernel, which looks the descriptor up first
         const bool many = fl & (cancel_all | cancel_any);
@@ -1560,8 +1772,11 @@ struct EpollEngine::Impl {
                 if (p == self || p->state == State::held || p->state == State::free ||
                     ((p->state == State::pool || p->state == State::aio) && p->cancelled))
                     continue;
+                // (What the flags name must all match; without FD or OP, the user_data.)
+                const bool by_data = (fl & cancel_userdata) || !(fl & (cancel_fd | cancel_op));
                 if ((fl & cancel_any) ||
-                    ((fl & cancel_fd) ? p->fd == s.fd && p->sqe.opcode != opc::timeout : p->sqe.user_data == s.addr))
+                    ((!(fl & cancel_fd) || (p->fd == s.fd && p->sqe.opcode != opc::timeout)) &&
+                     (!(fl & cancel_op) || p->sqe.opcode == s.len) && (!by_data || p->sqe.user_data == s.addr)))
                     hit = p;
             }
             if (!hit)
@@ -1785,6 +2000,10 @@ struct EpollEngine::Impl {
     void start(Pending* p) {
         const io_uring_sqe& s = p->sqe;
         p->fd = s.fd;
+        if (s.flags & ~(compat::sqe_flag::cqe_skip_success * 2 - 1)) {
+            finish(p, -EINVAL); // an IOSQE_* flag the kernel does not have
+            return;
+        }
         if (s.flags & sqe_fixed_file) {
             finish(p, -EBADF); // no registered file table here: as the kernel answers without one
             return;
@@ -1831,13 +2050,14 @@ struct EpollEngine::Impl {
                                       reinterpret_cast<epoll_event*>(static_cast<std::uintptr_t>(s.addr)))));
             return;
         case opc::timeout: {
-            // As the kernel checks it: the SQE's fields, the flags (at most one clock), then
-            // the timespec (multishot timeouts are not served: -EINVAL).
+            // As the kernel checks it: the SQE's fields, the flags (at most one clock; a
+            // multishot one relative), then the timespec.
             constexpr std::uint32_t clocks = timeout_realtime | (1u << 2);
+            const std::uint32_t fl = s.timeout_flags;
             __kernel_timespec ts{};
             int r = s.len != 1 || s.buf_index ? -EINVAL : 0;
-            if (r == 0 &&
-                ((s.timeout_flags & ~(timeout_abs | clocks | (1u << 5))) || (s.timeout_flags & clocks) == clocks))
+            if (r == 0 && ((fl & ~(timeout_abs | clocks | compat::timeout_etime_success | compat::timeout_multishot)) ||
+                           (fl & clocks) == clocks || ((fl & compat::timeout_multishot) && (fl & timeout_abs))))
                 r = -EINVAL;
             if (r == 0)
                 r = read_timespec(s.addr, ts);
@@ -1847,6 +2067,11 @@ struct EpollEngine::Impl {
             }
             p->deadline = deadline_of(ts, s.timeout_flags);
             p->state = State::timer;
+            if (fl & compat::timeout_multishot) {
+                p->period = p->deadline - std::min(p->deadline, mono_ns());
+                heap_push(p); // (its count, off, is of its own expiries)
+                return;
+            }
             heap_push(p);
             if (s.off) // also ends (with 0) once that many other completions were posted
                 counted.push_back(p);
@@ -2012,11 +2237,9 @@ struct EpollEngine::Impl {
             to_pool(p);
             return;
         }
-        if (k == Kind::socket && (s.opcode == opc::accept || s.opcode == opc::connect)) {
-            // accept4 and connect wait unless the socket itself is non-blocking.
-            int fl = ::fcntl(s.fd, F_GETFL);
-            if (fl >= 0 && !(fl & O_NONBLOCK))
-                (void)::fcntl(s.fd, F_SETFL, fl | O_NONBLOCK);
+        if (k == Kind::socket && positional(s) && s.off != 0) {
+            finish(p, -ESPIPE); // (a socket takes no offset; io_uring lets 0 pass)
+            return;
         }
         const State st = s.opcode == opc::poll_add ? State::polling
                          : is_write(s.opcode)      ? State::writing
@@ -2034,7 +2257,7 @@ struct EpollEngine::Impl {
             wait_ready(p, st, false);
             return;
         }
-        if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add) {
+        if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add && s.rw_flags == 0) {
             fd_state(s.fd).kind = Kind::blocking;
             to_pool(p);
             return;
@@ -2059,7 +2282,8 @@ struct EpollEngine::Impl {
             // Both take only a call on a plain descriptor number outside any link; anything
             // unusual (see start) takes the record's way.
             AtOnce first = AtOnce::not_tried;
-            const bool plain = s.fd >= 0 && !link_tail && !(s.flags & (sqe_io_link | sqe_io_hardlink | sqe_fixed_file));
+            const bool plain = s.fd >= 0 && !link_tail && (s.flags & ~compat::sqe_flag::async) == 0 &&
+                               drain_queue.empty() && drains_running == 0;
             if (plain && (s.opcode == opc::read || s.opcode == opc::readv)) {
                 int r;
                 first = read_now(s, r);
@@ -2067,7 +2291,7 @@ struct EpollEngine::Impl {
                     taken_done(s, r);
                     continue;
                 }
-            } else if (plain && socket_only(s.opcode) && s.ioprio == 0 && !(s.flags & sqe_buffer_select) &&
+            } else if (plain && socket_only(s.opcode) && s.ioprio == 0 && !(s.msg_flags & MSG_WAITALL) &&
                        static_cast<std::size_t>(s.fd) < fds.size() &&
                        fds[static_cast<std::size_t>(s.fd)].kind == Kind::socket && !skips_first_try(s)) {
                 // And of a socket call on what was last found a socket (start makes it without
@@ -2083,6 +2307,8 @@ struct EpollEngine::Impl {
             __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
             Pending* p = make();
             p->sqe = s;
+            if (s.user_data == private_ud && private_ud)
+                ++private_live;
             p->first_try = static_cast<unsigned char>(first);
             p->state = State::held;
             const bool links = s.flags & (sqe_io_link | sqe_io_hardlink);
@@ -2107,8 +2333,40 @@ struct EpollEngine::Impl {
     void start_link() {
         Pending* head = link_head;
         link_head = link_tail = nullptr;
-        if (head)
-            start(head);
+        if (!head)
+            return;
+        std::size_t n = 0;
+        for (Pending* q = head; q; q = q->chain)
+            ++n;
+        // Held behind a drain (queued, or one running), or a drain itself while others run.
+        if (!drain_queue.empty() || drains_running > 0 ||
+            ((head->sqe.flags & compat::sqe_flag::io_drain) && live - private_live > n)) {
+            drain_queue.push_back(head);
+            drain_held += n;
+            return;
+        }
+        start_drained(head);
+    }
+    void start_drained(Pending* head) {
+        if (head->sqe.flags & compat::sqe_flag::io_drain) {
+            head->drain_started = true;
+            ++drains_running;
+        }
+        start(head);
+    }
+    // Starts what the drain held once it may: a drain when nothing else is alive, anything
+    // else when no drain runs.
+    void undrain() {
+        while (!drain_queue.empty()) {
+            Pending* head = drain_queue.front();
+            const bool drains = head->sqe.flags & compat::sqe_flag::io_drain;
+            if (drains_running > 0 || (drains && live - private_live > drain_held))
+                return;
+            drain_queue.pop_front();
+            for (Pending* q = head; q; q = q->chain)
+                --drain_held;
+            start_drained(head);
+        }
     }
 
     // ------------------------------------------------------------------ waiting
@@ -2194,6 +2452,8 @@ struct EpollEngine::Impl {
             }
             if (unverified_fds > 0 && (wait_ns < 0 || wait_ns > verify_ms * 1'000'000LL))
                 wait_ns = verify_ms * 1'000'000LL; // (then verify_registrations, if nothing came)
+            if (!interrupted.empty() && interrupt_again() && (wait_ns < 0 || wait_ns > 10'000'000))
+                wait_ns = 10'000'000; // (an interrupt may have come before its call started)
             int ms = wait_ns < 0 ? -1 : static_cast<int>(std::min<long long>((wait_ns + 999'999) / 1'000'000, 1 << 30));
             int r = poll_events(ms);
             if (r == -EINTR)
@@ -2262,6 +2522,8 @@ void EpollEngine::own_fd(int fd, bool owned) noexcept {
 }
 
 std::uint64_t EpollEngine::registrations() const noexcept { return impl_->registrations; }
+
+void EpollEngine::private_user_data(std::uint64_t ud) noexcept { impl_->private_ud = ud; }
 
 void EpollEngine::fill_probe(Probe& p) const noexcept {
     p.reset(opc::known_last, compat::feat::nodrop | compat::feat::rw_cur_pos | compat::feat::ext_arg |

@@ -39,6 +39,7 @@ void Inbox::start() {
     wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (wake_fd_ < 0)
         throw std::system_error(errno, std::generic_category(), "ringo: eventfd for cross-thread wake-ups");
+    rt_.engine_.ring.private_user_data(user_data_of(wake_)); // (the epoll engine's drains do not wait for it)
     arm_read();
 }
 

@@ -18,8 +18,9 @@ namespace ringo::uring {
 /// posts their CQEs into a completion queue of the same layout: every operation prepared
 /// for io_uring runs here unchanged, with the same results (a count or value, or -errno) and
 /// the same cancellation (ASYNC_CANCEL: an operation waiting for readiness ends at once with
-/// -ECANCELED; a call already running on the thread pool runs to its end, its buffer still in
-/// use until its CQE). How each opcode runs:
+/// -ECANCELED; a call already running on the thread pool is interrupted with a signal and
+/// ends with -ECANCELED, or with its result when it finished first, its buffer still in use
+/// until its CQE). Bad input gets the kernel's answer (docs/ops.md). How each opcode runs:
 ///   - readiness: sockets (MSG_DONTWAIT) and pipes, eventfds, terminals in non-blocking mode:
 ///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (an
 ///     edge-triggered epoll registration: kept for the descriptor's life when the engine made
@@ -72,6 +73,10 @@ public:
     /// keeps its registration for its life, as one the engine made, since its close comes
     /// through the engine; what it is, is still looked at as for a bare number.
     void own_fd(int fd, bool owned) noexcept;
+    /// SQEs of user_data `ud` are the runtime's own (the eventfd read that wakes it from
+    /// other threads, always in flight; where io_uring has ring-less MSG_RING it is no SQE):
+    /// an IOSQE_IO_DRAIN SQE does not wait for them, or it would wait for ever.
+    void private_user_data(std::uint64_t ud) noexcept;
     /// The epoll_ctl calls it made to register or re-arm descriptors so far.
     [[nodiscard]] std::uint64_t registrations() const noexcept;
     /// The opcodes this engine runs (for the Ring's probe).

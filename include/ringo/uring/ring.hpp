@@ -224,6 +224,13 @@ public:
         if (emu_)
             emu_->own_fd(fd, owned);
     }
+    /// On the epoll engine, the SQEs of user_data `ud` are the runtime's own (its wake-up read,
+    /// which on io_uring is no SQE at all): an IOSQE_IO_DRAIN does not wait for them
+    /// (EpollEngine::private_user_data); nothing on io_uring.
+    void private_user_data(std::uint64_t ud) noexcept {
+        if (emu_)
+            emu_->private_user_data(ud);
+    }
     /// The epoll engine's registration calls so far (EpollEngine::registrations); 0 on io_uring.
     [[nodiscard]] std::uint64_t readiness_registrations() const noexcept { return emu_ ? emu_->registrations() : 0; }
 
