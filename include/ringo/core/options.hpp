@@ -14,9 +14,11 @@ class Runtime;
 ///   - `io_uring`: the kernel's io_uring, the fast path;
 ///   - `epoll`: the epoll engine: the same operations by readiness (sockets, pipes) and on a
 ///     bounded thread pool (files, path calls), for where io_uring is refused (a container's
-///     seccomp profile, kernel.io_uring_disabled, a memlock limit); io_uring-only features
-///     (registered files and buffers, provided-buffer rings, multishot receive, zero-copy
-///     send, msg_ring, uring_cmd) complete with -EOPNOTSUPP or take their usual fallback;
+///     seccomp profile, kernel.io_uring_disabled, a memlock limit), with the kernel's answers
+///     (docs/ops.md, "The epoll engine answers what the kernel answers"); provided-buffer
+///     rings and multishot receive work there too, and io_uring-only features (registered
+///     files and buffers, zero-copy send, msg_ring, uring_cmd) complete with -EOPNOTSUPP or
+///     take their usual fallback;
 ///   - `automatic` (the default): io_uring when a ring can be set up, epoll when the kernel
 ///     refuses io_uring (EPERM, EACCES, ENOSYS, or ENOMEM at setup); a parameter the kernel
 ///     rejects (EINVAL after the optional flags were dropped, a bad attach_wq) throws, as
