@@ -70,7 +70,7 @@ std::uint64_t mono_ns() noexcept {
     return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-int sys(long r) noexcept { return r < 0 ? -errno : static_cast<int>(r); }
+[[gnu::always_inline]] inline int sys(long r) noexcept { return r < 0 ? -errno : static_cast<int>(r); }
 
 // A call handed to the pool.
 struct Job {
@@ -80,6 +80,7 @@ struct Job {
     // cancelled call is interrupted there (BlockingCalls::interrupt).
     pthread_t runner{};
     bool running = false;
+    bool interrupted = false; // an interrupt was aimed at this call
 };
 
 // The signal that interrupts a blocking call of the pool when its operation is cancelled or
@@ -98,9 +99,13 @@ public:
     static BlockingCalls& get() {
         static BlockingCalls* p = [] {
             auto* made = new BlockingCalls; // never destroyed: its threads outlive main
+            // (Not when the program has a handler, or blocks the signal on this thread: it
+            // takes it with signalfd or sigwait.)
             struct sigaction old {};
+            sigset_t mask;
             if (::sigaction(interrupt_signal(), nullptr, &old) == 0 && old.sa_handler == SIG_DFL &&
-                !(old.sa_flags & SA_SIGINFO)) {
+                !(old.sa_flags & SA_SIGINFO) && pthread_sigmask(SIG_SETMASK, nullptr, &mask) == 0 &&
+                !sigismember(&mask, interrupt_signal())) {
                 struct sigaction sa {};
                 sa.sa_handler = ringo_pool_interrupted; // (no SA_RESTART: the call returns EINTR)
                 sigemptyset(&sa.sa_mask);
@@ -176,6 +181,7 @@ private:
                 tail_ = nullptr;
             j->runner = pthread_self();
             j->running = true;
+            j->interrupted = false;
             lk.unlock();
             j->run(j); // calls finishing() before its result is seen
             lk.lock();
@@ -201,9 +207,17 @@ public:
         if (!interruptible_)
             return false;
         std::lock_guard lk(m_);
-        if (j->running)
+        if (j->running) {
+            j->interrupted = true;
             (void)pthread_kill(j->runner, interrupt_signal());
+        }
         return true;
+    }
+    /// Whether an interrupt was aimed at job `j`, which its thread runs (an EINTR without
+    /// one is a signal meant for an earlier call: the call is made again).
+    bool interrupted(Job* j) noexcept {
+        std::lock_guard lk(m_);
+        return j->interrupted;
     }
 
 private:
@@ -381,13 +395,12 @@ struct EpollEngine::Impl {
     Pending* link_tail = nullptr;
     // IOSQE_IO_DRAIN: an SQE so flagged starts once every SQE submitted before it ended, and
     // the SQEs after it start once it ended. Links held for that (their first SQEs, in order),
-    // the records they hold, the records alive, and the drained SQEs started and not ended.
+    // the records they hold, and the drained SQEs started and not ended.
     std::deque<Pending*> drain_queue;
     std::size_t drain_held = 0;
-    std::size_t live = 0;
     unsigned drains_running = 0;
+    bool undraining = false;      // undrain runs (what it starts may end at once and call it again)
     std::uint64_t private_ud = 0; // the runtime's own SQEs (private_user_data): no drain waits for them
-    std::size_t private_live = 0; // ... alive
 
     // Completions the pool posts (any thread).
     std::mutex done_m;
@@ -522,7 +535,6 @@ struct EpollEngine::Impl {
         }
         Pending* p = free_list;
         free_list = p->w_next;
-        ++live;
         ++p->gen;
         p->w_next = p->w_prev = nullptr;
         p->chain = nullptr;
@@ -537,15 +549,13 @@ struct EpollEngine::Impl {
         p->recheck = false;
         p->first_try = 0;
         p->done_io = 0;
+        p->drain_started = false;
         p->heap_index = static_cast<std::size_t>(-1);
         p->res = 0;
         p->cflags = 0;
         return p;
     }
     void release(Pending* p) noexcept {
-        --live;
-        if (p->sqe.user_data == private_ud && private_ud)
-            --private_live;
         if ((p->sqe.flags & compat::sqe_flag::io_drain) && p->drain_started) {
             p->drain_started = false;
             --drains_running;
@@ -689,38 +699,61 @@ struct EpollEngine::Impl {
         if (p->sqe.opcode == opc::timeout && p->sqe.off)
             counted.erase(std::remove(counted.begin(), counted.end(), p), counted.end());
         made(p->sqe, res);
-        if (res < 0 || !(p->sqe.flags & compat::sqe_flag::cqe_skip_success))
-            post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
         Pending* next = p->chain;
-        const bool broke = !(p->sqe.flags & sqe_io_hardlink) && breaks_link(p->sqe, res);
+        if (!(p->sqe.flags & compat::sqe_flag::cqe_skip_success)) [[likely]] {
+            post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
+        } else if (res < 0 || breaks_link(p, res)) {
+            // IOSQE_CQE_SKIP_SUCCESS: a result that fails the link is posted (and the rest of
+            // the link is cancelled without CQEs of its own, as the kernel skips them).
+            post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
+        }
+        if (next || drain_held != 0) [[unlikely]] {
+            finish_link(p, next, res);
+            return;
+        }
+        release(p);
+    }
+    // finish's end for an SQE followed in its link, or while a drain holds links: the next
+    // starts, or the rest of the link is cancelled; then what the drain held may start.
+    [[gnu::noinline]] void finish_link(Pending* p, Pending* next, int res) {
+        const bool broke = next && !(p->sqe.flags & sqe_io_hardlink) && breaks_link(p, res);
+        const bool quiet = p->sqe.flags & compat::sqe_flag::cqe_skip_success;
         release(p);
         if (next) {
             if (broke)
-                cancel_chain(next);
+                cancel_chain(next, quiet);
             else
                 start(next);
         }
-        if (!drain_queue.empty())
+        if (drain_held != 0) // (links a drain holds)
             undrain();
+    }
+    // The bytes an iovec array asks for, read as the kernel reads it (0 when it cannot be
+    // read: the call then fails, which breaks the link anyway).
+    static std::uint32_t vector_length(const io_uring_sqe& s) noexcept {
+        std::uint64_t total = 0;
+        iovec part[64];
+        for (std::uint32_t i = 0; i < s.len && i < IOV_MAX; i += 64) {
+            const std::uint32_t n = std::min<std::uint32_t>(64, s.len - i);
+            if (!read_user(part, s.addr + i * sizeof(iovec), n * sizeof(iovec)))
+                return 0;
+            for (std::uint32_t k = 0; k < n; ++k)
+                total += part[k].iov_len;
+        }
+        return static_cast<std::uint32_t>(std::min<std::uint64_t>(total, 0x7fffffff));
     }
     // Whether result `res` of `s` cancels the rest of its link, as the kernel decides it: an
     // error (not a timeout's -ETIME with ETIME_SUCCESS), and a read or write (or splice, tee)
     // that moved fewer bytes than asked, and a recv or send with MSG_WAITALL that did.
-    static bool breaks_link(const io_uring_sqe& s, int res) noexcept {
+    static bool breaks_link(const Pending* p, int res) noexcept {
+        const io_uring_sqe& s = p->sqe;
         if (res < 0)
             return !(s.opcode == opc::timeout && res == -ETIME && (s.timeout_flags & compat::timeout_etime_success));
         switch (s.opcode) {
         case opc::read:
         case opc::write: return !(s.flags & sqe_buffer_select) && static_cast<std::uint32_t>(res) != s.len;
         case opc::readv:
-        case opc::writev: {
-            // (The kernel read the vector for the call that succeeded.)
-            const auto* iov = reinterpret_cast<const iovec*>(static_cast<std::uintptr_t>(s.addr));
-            std::size_t want = 0;
-            for (unsigned i = 0; i < s.len; ++i)
-                want += iov[i].iov_len;
-            return static_cast<std::size_t>(res) != want;
-        }
+        case opc::writev: return static_cast<std::uint32_t>(res) != p->done_io; // (vector_length, at start)
         case opc::splice:
         case opc::tee: return static_cast<std::uint32_t>(res) != s.len;
         case opc::recv:
@@ -728,14 +761,17 @@ struct EpollEngine::Impl {
         default: return false;
         }
     }
-    void cancel_chain(Pending* p) {
+    // `quiet`: the SQE that failed asked for IOSQE_CQE_SKIP_SUCCESS, and the kernel then posts
+    // no -ECANCELED for the rest of its link.
+    void cancel_chain(Pending* p, bool quiet = false) {
         while (p) {
             Pending* n = p->chain;
-            post(p->sqe.user_data, -ECANCELED, 0);
+            if (!quiet)
+                post(p->sqe.user_data, -ECANCELED, 0);
             release(p);
             p = n;
         }
-        if (!drain_queue.empty())
+        if (drain_held != 0) // (links a drain holds)
             undrain();
     }
 
@@ -743,10 +779,13 @@ struct EpollEngine::Impl {
 
     // The state of a descriptor number the table holds (in_table said so, or a call on it
     // succeeded: an open descriptor's number is within the process's own table).
-    FdState& fd_state(int fd) {
-        if (static_cast<std::size_t>(fd) >= fds.size())
-            fds.resize(std::max<std::size_t>(static_cast<std::size_t>(fd) + 1, fds.size() * 2));
+    [[gnu::always_inline]] FdState& fd_state(int fd) {
+        if (static_cast<std::size_t>(fd) >= fds.size()) [[unlikely]]
+            grow_table(fd);
         return fds[static_cast<std::size_t>(fd)];
+    }
+    [[gnu::noinline]] void grow_table(int fd) {
+        fds.resize(std::max<std::size_t>(static_cast<std::size_t>(fd) + 1, fds.size() * 2));
     }
     // Makes room in the table for descriptor `fd` (>= 0), which the table only grows to when
     // the number is open: 0, -EBADF for a number not open (as the kernel answers; a number
@@ -995,17 +1034,25 @@ struct EpollEngine::Impl {
     // read (null included), -EINVAL for a negative time (a tv_nsec of 10^9 or more is taken,
     // as the kernel takes it: it adds up).
     static int read_timespec(std::uint64_t addr, __kernel_timespec& ts) noexcept {
-        if (!addr || !copy_in(&ts, addr, sizeof ts))
+        if (!addr || !read_user(&ts, addr, sizeof ts))
             return -EFAULT;
         return ts.tv_sec < 0 || ts.tv_nsec < 0 ? -EINVAL : 0;
     }
     // The deadline (mono_ns) of a valid timespec; one that the clock cannot reach saturates
     // (never: UINT64_MAX) rather than wrapping to a time that has passed.
-    static std::uint64_t deadline_of(const __kernel_timespec& ts, std::uint32_t flags) noexcept {
+    // A valid timespec in ns, saturated.
+    static std::uint64_t ns_of(const __kernel_timespec& ts) noexcept {
         constexpr std::uint64_t never = ~std::uint64_t{0};
         const auto sec = static_cast<std::uint64_t>(ts.tv_sec), nsec = static_cast<std::uint64_t>(ts.tv_nsec);
         std::uint64_t ns;
         if (sec > (never - nsec) / 1'000'000'000u || __builtin_add_overflow(sec * 1'000'000'000u, nsec, &ns))
+            return never;
+        return ns;
+    }
+    static std::uint64_t deadline_of(const __kernel_timespec& ts, std::uint32_t flags) noexcept {
+        constexpr std::uint64_t never = ~std::uint64_t{0};
+        const std::uint64_t ns = ns_of(ts);
+        if (ns == never)
             return never;
         std::uint64_t at;
         if (!(flags & timeout_abs))
@@ -1030,10 +1077,12 @@ struct EpollEngine::Impl {
             heap_remove(p);
             if ((p->sqe.timeout_flags & compat::timeout_multishot) && (p->sqe.off == 0 || ++p->done_io < p->sqe.off)) {
                 // A multishot timeout: -ETIME with IORING_CQE_F_MORE at each expiry, one period
-                // after the last, until its count (off; 0: for ever) ran out.
-                post(p->sqe.user_data, -ETIME, cqe_f_more);
+                // after the last, until its count (off; 0: for ever) ran out. Back in the heap
+                // before its CQE is posted (what the post sets off may remove it), and not
+                // due again in this pass (a period is at least 1 ns).
                 p->deadline = now + p->period;
                 heap_push(p);
+                post(p->sqe.user_data, -ETIME, cqe_f_more);
                 continue;
             }
             finish(p, -ETIME);
@@ -1044,7 +1093,9 @@ struct EpollEngine::Impl {
 
     static void run_on_pool(Job* j) noexcept {
         auto* p = static_cast<Pending*>(j);
-        p->res = blocking_call(p->sqe, p->recheck);
+        do
+            p->res = blocking_call(p->sqe, p->recheck);
+        while (p->res == -EINTR && !BlockingCalls::get().interrupted(p));
         BlockingCalls::get().finishing(p);
         Impl* e = p->eng;
         std::lock_guard lk(e->done_m);
@@ -1340,13 +1391,13 @@ struct EpollEngine::Impl {
     // ------------------------------------------------------------------ readiness
 
     // Tries the call of a readiness operation without blocking: its result, or -EAGAIN.
-    int try_call(Pending* p) {
+    [[gnu::always_inline]] int try_call(Pending* p) {
         if ((p->sqe.msg_flags & MSG_WAITALL) && waits_for_all(p->sqe)) [[unlikely]]
             return waitall_call(p);
         return after_try(p->sqe, try_call_once(p));
     }
     // What a try's result `r` tells (the call's result, returned).
-    int after_try(const io_uring_sqe& s, int r) {
+    [[gnu::always_inline]] int after_try(const io_uring_sqe& s, int r) {
         if (r == -EPIPE)
             take_sigpipe(); // a write into a pipe (or socket) whose reader left
         else if (r == -EAGAIN || r > 0)
@@ -1354,7 +1405,7 @@ struct EpollEngine::Impl {
         return r;
     }
     // A plain read of a stream socket the engine made: whether it left the queue empty.
-    void note_read(const io_uring_sqe& s, int r) {
+    [[gnu::always_inline]] void note_read(const io_uring_sqe& s, int r) {
         if (s.opcode != opc::recv && s.opcode != opc::read)
             return;
         FdState& st = fd_state(s.fd);
@@ -1388,12 +1439,23 @@ struct EpollEngine::Impl {
             return socket_call_now(s);
         case opc::send:
         case opc::sendmsg: return socket_call_now(s);
-        case opc::accept:
-            return without_waiting(fd, [&] {
+        case opc::accept: {
+            auto call = [&] {
                 return sys(::accept4(fd, static_cast<sockaddr*>(addr),
                                      reinterpret_cast<socklen_t*>(static_cast<std::uintptr_t>(s.off)),
                                      static_cast<int>(s.accept_flags)));
-            });
+            };
+            if (const FdState& st = fd_state(fd); st.owned || st.adopted) {
+                // A listener of ringo's own (made by the engine, or owned by a ringo::Fd)
+                // becomes non-blocking for good: several runtimes may accept on it at once,
+                // and a mode set for one call alone could be set back under another's call.
+                const int fl = ::fcntl(fd, F_GETFL);
+                if (fl >= 0 && !(fl & O_NONBLOCK))
+                    (void)::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+                return call();
+            }
+            return without_waiting(fd, call);
+        }
         case opc::connect: {
             if (p->connecting) {
                 int err = 0;
@@ -1464,7 +1526,7 @@ struct EpollEngine::Impl {
     // A recv or send with MSG_WAITALL on a stream socket: it goes on until all `len` bytes
     // moved (done_io counts them across waits), and ends with what moved at the stream's end
     // or an error, as the kernel's request does.
-    int waitall_call(Pending* p) {
+    [[gnu::noinline, gnu::cold]] int waitall_call(Pending* p) {
         io_uring_sqe part = p->sqe;
         for (;;) {
             part.addr = p->sqe.addr + p->done_io;
@@ -1481,7 +1543,7 @@ struct EpollEngine::Impl {
             return p->done_io ? static_cast<int>(p->done_io) : r;
         }
     }
-    static bool waits_for_all(const io_uring_sqe& s) noexcept {
+    [[gnu::noinline, gnu::cold]] static bool waits_for_all(const io_uring_sqe& s) noexcept {
         if ((s.opcode != opc::recv && s.opcode != opc::send) || !(s.msg_flags & MSG_WAITALL) ||
             (s.flags & sqe_buffer_select) || (s.ioprio & recv_multishot))
             return false;
@@ -1491,7 +1553,7 @@ struct EpollEngine::Impl {
                (type == SOCK_STREAM || type == SOCK_SEQPACKET);
     }
     // recv, send, recvmsg or sendmsg (no provided buffer) without waiting: its result, or -EAGAIN.
-    static int socket_call_now(const io_uring_sqe& s) noexcept {
+    [[gnu::always_inline]] static int socket_call_now(const io_uring_sqe& s) noexcept {
         void* addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.addr));
         const int flags = static_cast<int>(s.msg_flags) | MSG_DONTWAIT;
         switch (s.opcode) {
@@ -1528,15 +1590,26 @@ struct EpollEngine::Impl {
             // Single-shot: the caller's msghdr receives the name, the control data and the
             // flags as from a recvmsg(2) whose one iovec is the buffer.
             msghdr m = p->hdr;
-            iovec v{to, p->hdr.msg_iovlen && p->hdr_iov.iov_len < b.len ? p->hdr_iov.iov_len : b.len};
+            // (An iovec of length 0 takes the whole buffer, as the kernel's.)
+            iovec v{to,
+                    p->hdr.msg_iovlen && p->hdr_iov.iov_len && p->hdr_iov.iov_len < b.len ? p->hdr_iov.iov_len : b.len};
             m.msg_iov = &v;
             m.msg_iovlen = 1;
             r = sys(::recvmsg(s.fd, &m, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
             if (r >= 0) {
-                auto* user = reinterpret_cast<msghdr*>(static_cast<std::uintptr_t>(s.addr));
-                user->msg_namelen = m.msg_namelen;
-                user->msg_controllen = m.msg_controllen;
-                user->msg_flags = m.msg_flags;
+                // Written back as the kernel writes it (a msghdr it cannot write: -EFAULT): the
+                // name's length when there is a name, the control length and the flags.
+                static_assert(offsetof(msghdr, msg_flags) ==
+                              offsetof(msghdr, msg_controllen) + sizeof(m.msg_controllen));
+                struct {
+                    decltype(m.msg_controllen) controllen;
+                    decltype(m.msg_flags) flags;
+                } tail{m.msg_controllen, m.msg_flags};
+                if ((p->hdr.msg_name &&
+                     !copy_out(s.addr + offsetof(msghdr, msg_namelen), &m.msg_namelen, sizeof m.msg_namelen)) ||
+                    !copy_out(s.addr + offsetof(msghdr, msg_controllen), &tail,
+                              sizeof tail.controllen + sizeof tail.flags))
+                    r = -EFAULT;
             }
         } else if (!read) {
             r = sys(::recv(s.fd, to, len, static_cast<int>(s.msg_flags) | MSG_DONTWAIT));
@@ -1559,7 +1632,7 @@ struct EpollEngine::Impl {
     // one, whose length bounds it).
     int read_msghdr(Pending* p) {
         const io_uring_sqe& s = p->sqe;
-        if (!copy_in(&p->hdr, s.addr, sizeof p->hdr))
+        if (!read_user(&p->hdr, s.addr, sizeof p->hdr))
             return -EFAULT;
         if (multishot(s)) {
             const unsigned long long room =
@@ -1572,7 +1645,7 @@ struct EpollEngine::Impl {
             return -EINVAL;
         p->hdr_iov = iovec{};
         if (p->hdr.msg_iovlen == 1 &&
-            !copy_in(&p->hdr_iov, reinterpret_cast<std::uintptr_t>(p->hdr.msg_iov), sizeof p->hdr_iov))
+            !read_user(&p->hdr_iov, reinterpret_cast<std::uintptr_t>(p->hdr.msg_iov), sizeof p->hdr_iov))
             return -EFAULT;
         p->hdr.msg_iov = &p->hdr_iov;
         return 0;
@@ -1653,12 +1726,14 @@ struct EpollEngine::Impl {
             int r = try_call(p);
             if (r == -EAGAIN)
                 return false;
-            if (r == -EOPNOTSUPP && fd_state(p->fd).kind == Kind::nowait && p->sqe.rw_flags == 0 &&
+            if (r == -EOPNOTSUPP && fd_state(p->fd).kind == Kind::nowait && !(p->sqe.rw_flags & RWF_NOWAIT) &&
                 (p->sqe.opcode == opc::read || p->sqe.opcode == opc::write || p->sqe.opcode == opc::readv ||
                  p->sqe.opcode == opc::writev)) {
                 // This descriptor cannot be read or written without blocking (no RWF_NOWAIT):
-                // its calls go to the pool from now on.
-                fd_state(p->fd).kind = Kind::blocking;
+                // its calls go to the pool from now on (with flags of the caller's, this one
+                // only: the refusal may be theirs).
+                if (p->sqe.rw_flags == 0)
+                    fd_state(p->fd).kind = Kind::blocking;
                 unlink_waiter(list_of(p), p);
                 to_pool(p);
                 return true;
@@ -1916,6 +1991,36 @@ struct EpollEngine::Impl {
             no_copy_in.store(true, std::memory_order_relaxed);
         return false;
     }
+    // The caller's memory that the kernel reads before the call, read as copy_in reads it;
+    // where a seccomp profile refuses process_vm_readv, read directly (a bad pointer then
+    // faults here, as it did before the engine checked it), a null one still false.
+    static bool read_user(void* to, std::uint64_t from, std::size_t len) noexcept {
+        if (copy_in(to, from, len))
+            return true;
+        if (!no_copy_in.load(std::memory_order_relaxed) || !from)
+            return false;
+        std::memcpy(to, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(from)), len);
+        return true;
+    }
+    // The caller's memory, written as the kernel writes it (process_vm_writev): false for a
+    // bad pointer (written directly where a seccomp profile refuses the call).
+    static inline std::atomic<bool> no_copy_out{false};
+    static bool copy_out(std::uint64_t to, const void* from, std::size_t len) noexcept {
+        if (!no_copy_out.load(std::memory_order_relaxed)) {
+            iovec local{const_cast<void*>(from), len};
+            iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(to)), len};
+            const ssize_t r = ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0);
+            if (r == static_cast<ssize_t>(len))
+                return true;
+            if (r >= 0 || errno == EFAULT)
+                return false;
+            no_copy_out.store(true, std::memory_order_relaxed);
+        }
+        if (!to)
+            return false;
+        std::memcpy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(to)), from, len);
+        return true;
+    }
     static void probe_cached_opens() noexcept {
         open_how how{};
         how.flags = O_PATH | O_CLOEXEC;
@@ -1948,7 +2053,7 @@ struct EpollEngine::Impl {
             !s.off)
             return false;
         char first = 1; // (read as the kernel reads it: an unreadable path is the pool's -EFAULT)
-        if (!copy_in(&first, s.addr, 1) || first != '\0')
+        if (!read_user(&first, s.addr, 1) || first != '\0')
             return false;
         auto* out = reinterpret_cast<struct statx*>(static_cast<std::uintptr_t>(s.off));
         int r = sys(::statx(s.fd, "", flags | AT_STATX_DONT_SYNC, s.len, out));
@@ -2068,7 +2173,8 @@ struct EpollEngine::Impl {
             p->deadline = deadline_of(ts, s.timeout_flags);
             p->state = State::timer;
             if (fl & compat::timeout_multishot) {
-                p->period = p->deadline - std::min(p->deadline, mono_ns());
+                // (From the timespec itself, at least 1 ns: two reads of the clock could make it 0.)
+                p->period = std::max<std::uint64_t>(1, ns_of(ts));
                 heap_push(p); // (its count, off, is of its own expiries)
                 return;
             }
@@ -2142,9 +2248,12 @@ struct EpollEngine::Impl {
         case opc::connect:
         case opc::poll_add: break;
         case opc::read:
-        case opc::write:
+        case opc::write: break;
         case opc::readv:
-        case opc::writev: break;
+        case opc::writev:
+            if (p->chain || (s.flags & compat::sqe_flag::cqe_skip_success))
+                p->done_io = vector_length(s); // (what a full call moves: a shorter one breaks the link)
+            break;
         case opc::splice:
         case opc::tee:
             if (s.splice_flags & SPLICE_F_FD_IN_FIXED) {
@@ -2237,7 +2346,7 @@ struct EpollEngine::Impl {
             to_pool(p);
             return;
         }
-        if (k == Kind::socket && positional(s) && s.off != 0) {
+        if (s.off != 0 && s.off != ~std::uint64_t{0} && k == Kind::socket && positional(s)) {
             finish(p, -ESPIPE); // (a socket takes no offset; io_uring lets 0 pass)
             return;
         }
@@ -2257,8 +2366,11 @@ struct EpollEngine::Impl {
             wait_ready(p, st, false);
             return;
         }
-        if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add && s.rw_flags == 0) {
-            fd_state(s.fd).kind = Kind::blocking;
+        if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add && !(s.rw_flags & RWF_NOWAIT)) {
+            // (With flags of the caller's, the refusal may be theirs: the pool's call, made
+            // with their flags alone, answers, and the descriptor keeps its kind.)
+            if (s.rw_flags == 0)
+                fd_state(s.fd).kind = Kind::blocking;
             to_pool(p);
             return;
         }
@@ -2283,7 +2395,7 @@ struct EpollEngine::Impl {
             // unusual (see start) takes the record's way.
             AtOnce first = AtOnce::not_tried;
             const bool plain = s.fd >= 0 && !link_tail && (s.flags & ~compat::sqe_flag::async) == 0 &&
-                               drain_queue.empty() && drains_running == 0;
+                               drain_held == 0 && drains_running == 0;
             if (plain && (s.opcode == opc::read || s.opcode == opc::readv)) {
                 int r;
                 first = read_now(s, r);
@@ -2307,8 +2419,6 @@ struct EpollEngine::Impl {
             __atomic_store_n(&sq_head, sq_head + 1, __ATOMIC_RELEASE);
             Pending* p = make();
             p->sqe = s;
-            if (s.user_data == private_ud && private_ud)
-                ++private_live;
             p->first_try = static_cast<unsigned char>(first);
             p->state = State::held;
             const bool links = s.flags & (sqe_io_link | sqe_io_hardlink);
@@ -2332,15 +2442,27 @@ struct EpollEngine::Impl {
     }
     void start_link() {
         Pending* head = link_head;
-        link_head = link_tail = nullptr;
         if (!head)
             return;
+        link_head = link_tail = nullptr;
+        if (drain_held == 0 && drains_running == 0 && !(head->sqe.flags & compat::sqe_flag::io_drain)) [[likely]] {
+            start(head);
+            return;
+        }
+        start_or_hold(head);
+    }
+    // A link that a drain may hold (start_link's slow path).
+    [[gnu::noinline]] void start_or_hold(Pending* head) {
+        if (private_ud && head->sqe.user_data == private_ud && !head->chain) {
+            start(head); // (the runtime's own wake-up read: no SQE at all on io_uring)
+            return;
+        }
         std::size_t n = 0;
         for (Pending* q = head; q; q = q->chain)
             ++n;
         // Held behind a drain (queued, or one running), or a drain itself while others run.
         if (!drain_queue.empty() || drains_running > 0 ||
-            ((head->sqe.flags & compat::sqe_flag::io_drain) && live - private_live > n)) {
+            ((head->sqe.flags & compat::sqe_flag::io_drain) && alive() > n)) {
             drain_queue.push_back(head);
             drain_held += n;
             return;
@@ -2354,13 +2476,28 @@ struct EpollEngine::Impl {
         }
         start(head);
     }
+    // The records alive (made and not released), the runtime's own excepted: counted only
+    // where a drain is involved, so that no other operation pays for it.
+    std::size_t alive() const noexcept {
+        std::size_t n = 0;
+        for (const Pending* p = all; p; p = p->all_next)
+            n += !(private_ud && p->sqe.user_data == private_ud);
+        return n;
+    }
     // Starts what the drain held once it may: a drain when nothing else is alive, anything
     // else when no drain runs.
     void undrain() {
+        if (undraining)
+            return; // (the outer call goes on: what a start ends comes back here)
+        undraining = true;
+        struct Reset {
+            bool& b;
+            ~Reset() { b = false; }
+        } reset{undraining};
         while (!drain_queue.empty()) {
             Pending* head = drain_queue.front();
             const bool drains = head->sqe.flags & compat::sqe_flag::io_drain;
-            if (drains_running > 0 || (drains && live - private_live > drain_held))
+            if (drains_running > 0 || (drains && alive() > drain_held))
                 return;
             drain_queue.pop_front();
             for (Pending* q = head; q; q = q->chain)

@@ -704,3 +704,99 @@ TEST(EngineFidelity, AMultishotTimeoutRepeatsItsCount) {
               }),
               -EINVAL);
 }
+
+// A multishot timeout of period 0 repeats its count (the epoll engine's period came out 0 and
+// its timer loop never ended).
+TEST(EngineFidelity, AMultishotTimeoutOfPeriodZero) {
+    __kernel_timespec zero{0, 0};
+    auto cqes = both_seq(
+        [&](Ring& r) { next(r, 1, opc::timeout, -1, addr_of(&zero), 1, 3)->timeout_flags = compat::timeout_multishot; },
+        3, 2s);
+    ASSERT_EQ(cqes.size(), 3u);
+    EXPECT_EQ(cqes[2].flags & IORING_CQE_F_MORE, 0u);
+}
+
+// IOSQE_CQE_SKIP_SUCCESS on a read that falls short: its CQE is posted (it failed the link),
+// and the rest of the link is cancelled without CQEs of its own.
+TEST(EngineFidelity, CqeSkipSuccessOnAShortReadInALink) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    char buf[16];
+    auto cqes = both_seq(
+        [&](Ring& r) {
+            EXPECT_EQ(::write(p[1], "abc", 3), 3);
+            next(r, 1, opc::read, p[0], addr_of(buf), 10, ~std::uint64_t{0}, IOSQE_IO_LINK | IOSQE_CQE_SKIP_SUCCESS);
+            next(r, 2, opc::nop, -1, 0, 0, 0);
+            next(r, 3, opc::nop, -1, 0, 0, 0);
+        },
+        3, 200ms);
+    ASSERT_GE(cqes.size(), 2u);
+    EXPECT_EQ(cqes[0].user_data, 1u);
+    EXPECT_EQ(cqes[0].res, 3);
+    EXPECT_EQ(cqes.back().user_data, 3u);
+    ::close(p[0]);
+    ::close(p[1]);
+}
+
+// A linked readv whose vector the caller reuses once it is submitted (the kernel copied it:
+// IORING_FEAT_SUBMIT_STABLE): the link breaks on the length asked at submission.
+TEST(EngineFidelity, ALinkedReadvJudgedByTheVectorAsSubmitted) {
+    int p[2];
+    ASSERT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    char buf[16];
+    iovec v[1];
+    auto cqes = both_seq(
+        [&](Ring& r) {
+            EXPECT_EQ(::write(p[1], "abc", 3), 3);
+            v[0] = iovec{buf, 10};
+            next(r, 1, opc::readv, p[0], addr_of(v), 1, ~std::uint64_t{0}, IOSQE_IO_LINK);
+            next(r, 2, opc::nop, -1, 0, 0, 0);
+            (void)r.submit(0, false);
+            v[0].iov_len = 3; // (after the submission: what the kernel took is 10)
+        },
+        2);
+    ASSERT_EQ(cqes.size(), 2u);
+    EXPECT_EQ(cqes[0].res, 3);
+    EXPECT_EQ(cqes[1].res, -ECANCELED);
+    ::close(p[0]);
+    ::close(p[1]);
+}
+
+// Thousands of SQEs held behind a drain start when it ends, without the engine's stack
+// growing with each (they started one inside the other's end).
+TEST(EngineFidelity, ManySqesHeldBehindADrain) {
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        RingParams rp;
+        rp.engine = k;
+        rp.sq_entries = 256;
+        rp.cq_entries = 65536;
+        std::unique_ptr<Ring> ring;
+        try {
+            ring = std::make_unique<Ring>(rp);
+        } catch (const std::system_error&) {
+            continue;
+        }
+        SCOPED_TRACE(name_of(k));
+        __kernel_timespec soon{0, 20'000'000};
+        constexpr unsigned n = 50'000;
+        (void)run(
+            *ring,
+            [&](Ring& r) {
+                next(r, 1, opc::timeout, -1, addr_of(&soon), 1, 0);
+                next(r, 2, opc::nop, -1, 0, 0, 0, IOSQE_IO_DRAIN);
+            },
+            0, 0ns);
+        for (unsigned i = 0; i < n; ++i) {
+            io_uring_sqe* s = ring->get_sqe();
+            if (!s) {
+                (void)ring->submit(0, false);
+                s = ring->get_sqe();
+            }
+            prep(s, opc::nop, -1, 0, 0, 0);
+            s->user_data = 3;
+        }
+        auto cqes = run(
+            *ring, [](Ring&) {}, n + 2, 5s);
+        EXPECT_EQ(cqes.size(), n + 2);
+    }
+}
