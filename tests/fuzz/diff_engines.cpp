@@ -2198,26 +2198,10 @@ bool follows(const Case& c, const Verdict& v, std::size_t at) {
                 return true;
     // What an earlier SQE that differs did to the same pipe, connection or file (both ends
     // count) changes what a later one finds.
-    auto resource = [](const Val& v) -> std::string {
-        if (v.kind != Val::Kind::fd)
-            return {};
-        std::string n = v.name;
-        for (const char* end : {"_R", "_W"})
-            if (n.rfind("PIPE", 0) == 0)
-                if (auto at = n.find(end); at != std::string::npos)
-                    n.erase(at, 2);
-        if (n == "UNIX_B")
-            n = "UNIX_A";
-        if (n == "TCP_S")
-            n = "TCP_C";
-        if (n == "TCP_P")
-            n = "LISTEN";
-        return n;
-    };
-    if (const std::string mine = resource(q.f[f_fd]); !mine.empty())
+    if (const std::string mine = connection(q.f[f_fd]); !mine.empty())
         for (int k = 0; k < d.sqe; ++k) {
             const Sqe& p = c.sqes[static_cast<std::size_t>(k)];
-            if ((resource(p.f[f_fd]) == mine || resource(p.f[f_fi]) == mine) && differs(k))
+            if ((connection(p.f[f_fd]) == mine || connection(p.f[f_fi]) == mine) && differs(k))
                 return true;
         }
     if (q.opcode == opc::timeout && !q.f[f_off].is_num(0))

@@ -170,5 +170,8 @@ bool is_bad_fd(const Val& v);
 /// True when an iovec array value is a bad pointer, or one of its elements is (with a non-zero
 /// length), or when `count` is more than IOV_MAX.
 bool bad_iovec(const Case& c, const Val& arr, std::uint64_t count);
+/// The pipe, connection or listener descriptor `v` belongs to (both ends count as one); empty
+/// for an argument that is no descriptor.
+std::string connection(const Val& v);
 
 } // namespace diffeng

@@ -60,23 +60,6 @@ bool fd_in(const Val& v, std::initializer_list<const char*> names) {
 bool socket_fd(const Val& v) {
     return fd_in(v, {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "TCP_P", "LISTEN", "TCP_NEW", "UDP"});
 }
-// The pipe, connection or listener a descriptor belongs to (both ends count as one).
-std::string connection(const Val& v) {
-    if (v.kind != Val::Kind::fd)
-        return {};
-    std::string n = v.name;
-    if (n.rfind("PIPE", 0) == 0)
-        for (const char* end : {"_R", "_W"})
-            if (auto at = n.find(end); at != std::string::npos)
-                n.erase(at, 2);
-    if (n == "UNIX_B")
-        n = "UNIX_A";
-    if (n == "TCP_S")
-        n = "TCP_C";
-    if (n == "TCP_P")
-        n = "LISTEN";
-    return n;
-}
 // Descriptors that have no file position: pipes, sockets, character devices, eventfd, timerfd.
 bool nonseekable_fd(const Val& v) {
     return socket_fd(v) ||
@@ -907,6 +890,24 @@ const std::vector<Known> classes = {
 };
 
 } // namespace
+
+// The pipe, connection or listener a descriptor belongs to (both ends count as one).
+std::string connection(const Val& v) {
+    if (v.kind != Val::Kind::fd)
+        return {};
+    std::string n = v.name;
+    if (n.rfind("PIPE", 0) == 0)
+        for (const char* end : {"_R", "_W"})
+            if (auto at = n.find(end); at != std::string::npos)
+                n.erase(at, 2);
+    if (n == "UNIX_B")
+        n = "UNIX_A";
+    if (n == "TCP_S")
+        n = "TCP_C";
+    if (n == "TCP_P")
+        n = "LISTEN";
+    return n;
+}
 
 const std::vector<Known>& known_differences() { return classes; }
 
