@@ -52,11 +52,13 @@ struct Cqe {
 
 const char* name_of(EngineKind k) { return k == EngineKind::epoll ? "epoll" : "io_uring"; }
 
-// A ring of engine `k`, or none when io_uring cannot be set up here.
-std::unique_ptr<Ring> make_ring(EngineKind k) {
+// A ring of engine `k` (`sq` and `cq` entries; 0: twice `sq`), or none when io_uring cannot be
+// set up here.
+std::unique_ptr<Ring> make_ring(EngineKind k, unsigned sq = 8, unsigned cq = 0) {
     RingParams p;
     p.engine = k;
-    p.sq_entries = 8;
+    p.sq_entries = sq;
+    p.cq_entries = cq;
     try {
         return std::make_unique<Ring>(p);
     } catch (const std::system_error&) {
@@ -113,8 +115,9 @@ int both(const std::function<void(io_uring_sqe*)>& fill, std::chrono::nanosecond
         if (c)
             results[k == EngineKind::epoll] = c->res;
     }
-    if (results[0] && results[1])
+    if (results[0] && results[1]) {
         EXPECT_EQ(*results[0], *results[1]) << "io_uring " << *results[0] << ", epoll " << *results[1];
+    }
     return results[1].value_or(INT_MIN);
 }
 
@@ -357,8 +360,9 @@ TEST(EngineFidelity, RecvmsgWithAProvidedBufferReadsItsMsghdrAsTheKernelDoes) {
         auto got = recvmsg_both(&huge, multi);
         for (const Cqe& c : got)
             EXPECT_EQ(c.res, multi ? -EOVERFLOW : 5);
-        if (got.size() == 2)
+        if (got.size() == 2) {
             EXPECT_EQ(got[0].flags & ~IORING_CQE_F_MORE, got[1].flags & ~IORING_CQE_F_MORE);
+        }
     }
     msghdr plain{};
     for (const Cqe& c : recvmsg_both(&plain, false)) {
@@ -766,16 +770,9 @@ TEST(EngineFidelity, ALinkedReadvJudgedByTheVectorAsSubmitted) {
 // growing with each (they started one inside the other's end).
 TEST(EngineFidelity, ManySqesHeldBehindADrain) {
     for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
-        RingParams rp;
-        rp.engine = k;
-        rp.sq_entries = 256;
-        rp.cq_entries = 65536;
-        std::unique_ptr<Ring> ring;
-        try {
-            ring = std::make_unique<Ring>(rp);
-        } catch (const std::system_error&) {
+        auto ring = make_ring(k, 256, 65536);
+        if (!ring)
             continue;
-        }
         SCOPED_TRACE(name_of(k));
         __kernel_timespec soon{0, 20'000'000};
         constexpr unsigned n = 50'000;
