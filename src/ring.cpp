@@ -16,6 +16,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "epoll/epoll_engine.hpp"
+
 namespace ringo::uring {
 
 namespace {
@@ -643,5 +645,11 @@ int Ring::inject_faults(bool waits) noexcept {
     }
     return 0;
 }
+
+void Ring::engine_own_fd(int fd, bool owned) noexcept { emu_->own_fd(fd, owned); }
+
+void Ring::engine_private_user_data(std::uint64_t ud) noexcept { emu_->private_user_data(ud); }
+
+std::uint64_t Ring::readiness_registrations() const noexcept { return emu_ ? emu_->registrations() : 0; }
 
 } // namespace ringo::uring

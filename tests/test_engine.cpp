@@ -1,4 +1,4 @@
-// The engines (core/options.hpp, uring/epoll_engine.hpp): which one a runtime picks and why,
+// The engines (core/options.hpp, src/epoll/epoll_engine.hpp): which one a runtime picks and why,
 // and the epoll engine running ringo's operations with io_uring's results: readiness on
 // sockets and pipes, the thread pool for files and paths, timeouts, cancellation of a wait,
 // a call on the pool that runs to its end, and what it does not have (-EOPNOTSUPP).
@@ -436,7 +436,7 @@ Task<int> made_udp_socket(sockaddr_in& a) {
 // A descriptor the engine made (op::socket) stays registered for its life, so a later wait on
 // it makes no epoll_ctl; closed behind the engine's back with a plain close and its number
 // reused by a pipe, a read on that number still ends (the registration is checked again after
-// a wait finds no event: src/epoll_engine.cpp, verify_registrations).
+// a wait finds no event: src/epoll/descriptors.cpp, verify_registrations).
 TEST(EpollEngine, AMadeSocketClosedBehindItsBackAndItsNumberReused) {
     int pfd[2];
     ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);

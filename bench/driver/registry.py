@@ -680,14 +680,14 @@ def _epoll_parts() -> list["Figure"]:
                "16, as echo_epoll (read 1.0, write 1.0, epoll_wait 0.5; 2.1 at 16). The engine registers a socket "
                "it made (accept) once, edge-triggered, for its life, and a recv of a socket whose last read left "
                "its queue empty (EAGAIN or a short read) waits for the next edge without trying first "
-               "(src/epoll_engine.cpp: Impl::watch, skips_first_try). Before, it tried every recv at once and "
+               "(src/epoll/descriptors.cpp and engine.hpp: Engine::watch, skips_first_try). Before, it tried every recv at once and "
                "re-armed the registration with an EPOLL_CTL_MOD at each wait (a descriptor may be closed and "
                "its number reused behind its back; that case is now caught by re-checking a registration when "
                "nothing came for 10 ms): 4.2 per message at 4 connections (recvfrom 2.3, epoll_ctl 0.7), 3.1 "
                "at 16. In user space the engine's server runs about 1 050-1 350 instructions per message against "
                "echo_epoll's 90 (callgrind slope between a 1 s and a 3 s run at 4 connections; under callgrind "
                "the slowed server finds data waiting, so that count weighs the path through epoll_wait that "
-               "the timed runs take less often): the queues emulated in user space (Impl::start, "
+               "the timed runs take less often): the queues emulated in user space (Engine::start, "
                "try_call_once, finish, post, make, poll_events, retry) and the coroutine's resumption."],
         targets=[Target(RINGO_EPOLL, EPOLL_BASELINE, 1 / 1.05, "every x",
                         "server CPU per message at most 1.05x the hand-written epoll server's"),
@@ -727,7 +727,7 @@ def _epoll_parts() -> list["Figure"]:
         plot="bars", storage=True,
         notes=["The sync-vs-async figure's programs on the storage tier's test file: bench_ringo_storage "
                "(op::read, QD reads in flight) on either engine, psync (pread, QD 1 only) and glibc's POSIX "
-               "AIO (aio_read, QD 16). On the epoll engine (src/epoll_engine.cpp) a read of a file opened "
+               "AIO (aio_read, QD 16). On the epoll engine (src/epoll/) a read of a file opened "
                "without O_DIRECT is first tried at once with RWF_NOWAIT (a page-cache hit completes there, as "
                "io_uring's first try does); one that would wait runs on the engine's thread pool, whose threads "
                "share the program's CPU; an O_DIRECT read goes to native AIO (below). The program cannot count "

@@ -93,7 +93,7 @@ struct OpName {
     std::uint8_t op;
     const char* name;
 };
-// Every opcode the epoll engine serves (its table `ways[]` in src/epoll_engine.cpp).
+// Every opcode the epoll engine serves (its table `ways[]` in src/epoll/op_table.hpp).
 constexpr OpName op_names[] = {
     {opc::nop, "nop"},
     {opc::readv, "readv"},

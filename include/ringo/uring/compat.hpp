@@ -238,6 +238,11 @@ inline constexpr std::uint32_t uring_cmd_fixed = 1u << 0;
 /// SPLICE_F_FD_IN_FIXED: splice/tee's input fd is a registered-file index.
 inline constexpr std::uint32_t splice_f_fd_in_fixed = 1u << 31;
 
+/// IORING_FSYNC_DATASYNC (fsync_flags).
+inline constexpr std::uint32_t fsync_datasync = 1u << 0;
+/// IORING_NOP_INJECT_RESULT (nop_flags, 6.10: the NOP completes with its len as result).
+inline constexpr std::uint32_t nop_inject_result = 1u << 0;
+
 /// CQE flags: the provided-buffer id sits above this shift when cqe_f_buffer is set.
 inline constexpr unsigned cqe_buffer_shift = 16;
 
@@ -296,6 +301,21 @@ void sock_optval(Sqe* s, std::uint64_t optval, std::uint32_t optlen) noexcept {
 template <class Sqe>
 void target_slot(Sqe* s, std::uint32_t index) noexcept {
     s->file_index = index == file_index_alloc ? file_index_alloc : index + 1;
+}
+/// Splice and tee: the descriptor read from (splice_fd_in), in the bytes of file_index.
+template <class Sqe>
+std::int32_t splice_fd_in(const Sqe& s) noexcept {
+    std::int32_t v;
+    __builtin_memcpy(&v, reinterpret_cast<const unsigned char*>(&s) + 44, sizeof v);
+    return v;
+}
+/// Send to an address (IORING_OP_SEND with addr2): the address's length (addr_len), in the
+/// first two bytes of file_index.
+template <class Sqe>
+std::uint16_t addr_len(const Sqe& s) noexcept {
+    std::uint16_t v;
+    __builtin_memcpy(&v, reinterpret_cast<const unsigned char*>(&s) + 44, sizeof v);
+    return v;
 }
 } // namespace sqe_field
 

@@ -11,11 +11,12 @@
 #include <string>
 
 #include <ringo/uring/compat.hpp>
-#include <ringo/uring/epoll_engine.hpp>
 #include <ringo/uring/faults.hpp>
 #include <ringo/uring/probe.hpp>
 
 namespace ringo::uring {
+
+class EpollEngine; // (src/epoll: the engine where io_uring is refused)
 
 #ifndef RINGO_POISON_SQES
 #define RINGO_POISON_SQES 0
@@ -222,17 +223,17 @@ public:
     /// (EpollEngine::own_fd); nothing on io_uring, where a descriptor needs no registration.
     void own_fd(int fd, bool owned) noexcept {
         if (emu_)
-            emu_->own_fd(fd, owned);
+            engine_own_fd(fd, owned);
     }
     /// On the epoll engine, the SQEs of user_data `ud` are the runtime's own (its wake-up read,
     /// which on io_uring is no SQE at all): an IOSQE_IO_DRAIN does not wait for them
     /// (EpollEngine::private_user_data); nothing on io_uring.
     void private_user_data(std::uint64_t ud) noexcept {
         if (emu_)
-            emu_->private_user_data(ud);
+            engine_private_user_data(ud);
     }
     /// The epoll engine's registration calls so far (EpollEngine::registrations); 0 on io_uring.
-    [[nodiscard]] std::uint64_t readiness_registrations() const noexcept { return emu_ ? emu_->registrations() : 0; }
+    [[nodiscard]] std::uint64_t readiness_registrations() const noexcept;
 
     /// The opcode probe (set_supported hides an operation from every runtime on this ring).
     Probe& probe() noexcept { return probe_; }
@@ -320,6 +321,8 @@ private:
         return sys_enter_generic(to_submit, wait_nr, flags);
 #endif
     }
+    void engine_own_fd(int fd, bool owned) noexcept;
+    void engine_private_user_data(std::uint64_t ud) noexcept;
     long sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept;
     int submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;
     int submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;

@@ -1,7 +1,8 @@
-// ringo/uring/epoll_engine.hpp - the epoll engine: io_uring's submission and completion
+// src/epoll/epoll_engine.hpp - the epoll engine: io_uring's submission and completion
 // queues kept in user space and served by readiness (epoll) and a bounded thread pool, for
 // where the kernel refuses io_uring (a container's seccomp profile, kernel.io_uring_disabled,
-// a memlock limit). Internal: a uring::Ring made with Engine::epoll owns one.
+// a memlock limit). Internal: a uring::Ring made with EngineKind::epoll owns one. Its
+// rooms are the files of this folder (engine.hpp says which holds what).
 #pragma once
 
 #include <liburing.h>
@@ -13,6 +14,10 @@
 #include <ringo/uring/probe.hpp>
 
 namespace ringo::uring {
+
+namespace epoll {
+struct Engine;
+}
 
 /// Executes the SQEs a Ring hands it the way the kernel would, with plain system calls, and
 /// posts their CQEs into a completion queue of the same layout: every operation prepared
@@ -83,8 +88,7 @@ public:
     void fill_probe(Probe& p) const noexcept;
 
 private:
-    struct Impl;
-    std::unique_ptr<Impl> impl_;
+    std::unique_ptr<epoll::Engine> impl_;
 };
 
 } // namespace ringo::uring
