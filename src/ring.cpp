@@ -16,7 +16,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "epoll/epoll_engine.hpp"
+#include "kernel_engine.hpp"
 
 namespace ringo::uring {
 
@@ -199,17 +199,7 @@ Ring::Ring(const RingParams& params) {
         check_attach_wq_fd(params.attach_wq_fd);
     setup_faults(params); // first: it may throw, and nothing is set up yet
 
-    EngineKind want = params.engine;
-    if (want == EngineKind::automatic) {
-        // A deployed program or a test run can force either engine.
-        if (const char* e = std::getenv("RINGO_ENGINE")) {
-            std::string_view v(e);
-            if (v == "epoll")
-                want = EngineKind::epoll;
-            else if (v == "io_uring" || v == "io-uring" || v == "uring")
-                want = EngineKind::io_uring;
-        }
-    }
+    const EngineKind want = params.engine;
     if (want == EngineKind::epoll) {
         refusal_ = "the epoll engine was asked for";
         setup_epoll(params);
@@ -243,7 +233,7 @@ Ring::Ring(const RingParams& params) {
             throw std::system_error(e2.code(),
                                     refusal_ + "; and the epoll engine could not start either: " + e2.what());
         } catch (const std::bad_alloc&) {
-            emu_.reset();
+            engine_.reset();
             throw std::system_error(ENOMEM, std::generic_category(),
                                     refusal_ + "; and the epoll engine could not start either: out of memory");
         }
@@ -259,10 +249,9 @@ void Ring::setup_epoll(const RingParams& params) {
     };
     const unsigned sq = pow2(params.sq_entries);
     const unsigned cq = params.cq_entries ? pow2(params.cq_entries) : 2 * sq;
-    emu_ = std::make_unique<EpollEngine>(sq, cq, ring_);
-    emu_->fill_probe(probe_);
+    engine_ = make_epoll_engine(sq, cq, ring_, probe_);
     flags_ = 0;
-    special_submit_ = true;
+    special_submit_ = via_engine_ = true;
     enter_fd_ = -1;
 }
 
@@ -324,74 +313,25 @@ void Ring::setup_kernel(const RingParams& params) {
             probe_.set_supported(static_cast<std::uint8_t>(pr->ops[i].op), true);
     }
     io_uring_free_probe(pr);
+    try {
+        engine_ = std::make_unique<KernelEngine>(ring_, enter_fd_, enter_flags_, sqpoll_);
+    } catch (...) {
+        io_uring_queue_exit(&ring_);
+        throw;
+    }
+    via_engine_ = sqpoll_;
 }
 
-Ring::~Ring() {
-    if (!emu_)
-        io_uring_queue_exit(&ring_);
-}
+Ring::~Ring() = default;
 
 long Ring::sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept {
     long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, nullptr, 0);
     return r < 0 ? -errno : r;
 }
 
-int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept {
-    if (faults_) [[unlikely]] {
-        if (int r = inject_faults(true))
-            return r;
-    }
-    unsigned tail = ring_.sq.sqe_tail;
-    unsigned to_submit = tail - ring_.sq.sqe_head;
-    if (emu_)
-        return submit_emulated(to_submit, wait_nr, true, &timeout_ns);
-    if (to_submit) {
-        ring_.sq.sqe_head = tail;
-        __atomic_store_n(ring_.sq.ktail, tail, __ATOMIC_RELEASE);
-    }
-    unsigned flags = enter_flags_ | compat::enter::getevents | compat::enter::ext_arg;
-    if (sqpoll_) {
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (__atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED) & compat::sq_need_wakeup)
-            flags |= compat::enter::sq_wakeup;
-        sqes_submitted_ += to_submit;
-        to_submit = 0;
-    }
-    __kernel_timespec ts;
-    ts.tv_sec = static_cast<long long>(timeout_ns / 1'000'000'000u);
-    ts.tv_nsec = static_cast<long long>(timeout_ns % 1'000'000'000u);
-    io_uring_getevents_arg arg;
-    std::memset(&arg, 0, sizeof arg);
-    arg.sigmask_sz = _NSIG / 8;
-    arg.ts = reinterpret_cast<std::uint64_t>(&ts);
-    ++enters_;
-    long r = ::syscall(__NR_io_uring_enter, enter_fd_, to_submit, wait_nr, flags, &arg, sizeof arg);
-    if (r < 0)
-        r = -errno;
-    if (sqpoll_)
-        return r < 0 ? static_cast<int>(r) : 0;
-    if (static_cast<unsigned long>(r) != to_submit) {
-        if (r == -ETIME) { // the submissions went through; only the wait timed out
-            sqes_submitted_ += to_submit;
-            return static_cast<int>(r);
-        }
-        return submit_shortfall(r, to_submit);
-    }
-    sqes_submitted_ += to_submit;
-    return static_cast<int>(r);
-}
+int Ring::register_buf_ring(io_uring_buf_reg& reg) noexcept { return engine_->register_buf_ring(reg); }
 
-int Ring::register_buf_ring(io_uring_buf_reg& reg) noexcept {
-    if (emu_)
-        return emu_->register_buf_ring(reg);
-    return io_uring_register_buf_ring(&ring_, &reg, 0);
-}
-
-int Ring::unregister_buf_ring(std::uint16_t bgid) noexcept {
-    if (emu_)
-        return emu_->unregister_buf_ring(bgid);
-    return io_uring_unregister_buf_ring(&ring_, bgid);
-}
+int Ring::unregister_buf_ring(std::uint16_t bgid) noexcept { return engine_->unregister_buf_ring(bgid); }
 
 int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
     if (r < 0) {
@@ -407,57 +347,37 @@ int Ring::submit_shortfall(long r, unsigned to_submit) noexcept {
     return static_cast<int>(r);
 }
 
+// Through the engine seam: the SQEs published, then the engine's enter; what it did not take
+// stays published (the next enter hands it over again).
+int Ring::submit_engine(unsigned to_submit, unsigned wait_nr, bool get_events,
+                        const std::uint64_t* timeout_ns) noexcept {
+    if (to_submit) {
+        ring_.sq.sqe_head = ring_.sq.sqe_tail;
+        __atomic_store_n(ring_.sq.ktail, ring_.sq.sqe_tail, __ATOMIC_RELEASE);
+    }
+    const EnterResult e = engine_->enter(to_submit, wait_nr, get_events, timeout_ns);
+    enters_ += e.entered;
+    sqes_submitted_ += e.taken;
+    ring_.sq.sqe_head -= to_submit - e.taken;
+    return e.res;
+}
+
 int Ring::submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept {
     if (faults_) [[unlikely]] {
         if (int r = inject_faults(wait_nr != 0))
             return r;
     }
-    if (emu_)
-        return submit_emulated(to_submit, wait_nr, get_events, nullptr);
-    if (sqpoll_)
-        return submit_sqpoll(to_submit, wait_nr, get_events);
+    if (via_engine_)
+        return submit_engine(to_submit, wait_nr, get_events, nullptr);
     return submit_direct(ring_.sq.sqe_tail, to_submit, wait_nr, get_events);
 }
 
-int Ring::submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
-                          const std::uint64_t* timeout_ns) noexcept {
-    if (to_submit) {
-        ring_.sq.sqe_head = ring_.sq.sqe_tail;
-        __atomic_store_n(ring_.sq.ktail, ring_.sq.sqe_tail, __ATOMIC_RELEASE);
-    } else if (!wait_nr && !get_events && !needs_enter()) {
-        return 0;
+int Ring::submit_and_wait_timeout(unsigned wait_nr, std::uint64_t timeout_ns) noexcept {
+    if (faults_) [[unlikely]] {
+        if (int r = inject_faults(true))
+            return r;
     }
-    ++enters_;
-    // The engine takes every SQE before it waits: they count as submitted whatever the
-    // wait ends with (-ETIME, -EINTR). While operations are in flight it asks to be entered
-    // (needs_enter): each enter then also looks at what became ready.
-    get_events = get_events || needs_enter();
-    long r = emu_->enter(to_submit, wait_nr, (wait_nr || get_events) ? compat::enter::getevents : 0u, timeout_ns);
-    sqes_submitted_ += to_submit;
-    return static_cast<int>(r);
-}
-
-int Ring::submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept {
-    if (to_submit) {
-        ring_.sq.sqe_head = ring_.sq.sqe_tail;
-        __atomic_store_n(ring_.sq.ktail, ring_.sq.sqe_tail, __ATOMIC_RELEASE);
-        sqes_submitted_ += to_submit;
-    }
-    // The kernel thread consumes the SQ; enter only to wake it or to wait.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    unsigned kf = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
-    unsigned flags = enter_flags_;
-    if (kf & compat::sq_need_wakeup)
-        flags |= compat::enter::sq_wakeup;
-    if (kf & compat::sq_cq_overflow)
-        get_events = true;
-    if (wait_nr == 0 && !get_events && !(flags & compat::enter::sq_wakeup))
-        return static_cast<int>(to_submit);
-    if (wait_nr || get_events)
-        flags |= compat::enter::getevents;
-    ++enters_;
-    long r = sys_enter(0, wait_nr, flags);
-    return r < 0 ? static_cast<int>(r) : static_cast<int>(to_submit);
+    return submit_engine(ring_.sq.sqe_tail - ring_.sq.sqe_head, wait_nr, true, &timeout_ns);
 }
 
 // --- fault injection at the seam (FaultPlan) ---------------------------------------------
@@ -645,11 +565,5 @@ int Ring::inject_faults(bool waits) noexcept {
     }
     return 0;
 }
-
-void Ring::engine_own_fd(int fd, bool owned) noexcept { emu_->own_fd(fd, owned); }
-
-void Ring::engine_private_user_data(std::uint64_t ud) noexcept { emu_->private_user_data(ud); }
-
-std::uint64_t Ring::readiness_registrations() const noexcept { return emu_ ? emu_->registrations() : 0; }
 
 } // namespace ringo::uring

@@ -1,4 +1,4 @@
-// The engines (core/options.hpp, src/epoll/epoll_engine.hpp): which one a runtime picks and why,
+// The engines (core/options.hpp, uring/queue_engine.hpp, src/epoll/): which one a runtime picks and why,
 // and the epoll engine running ringo's operations with io_uring's results: readiness on
 // sockets and pipes, the thread pool for files and paths, timeouts, cancellation of a wait,
 // a call on the pool that runs to its end, and what it does not have (-EOPNOTSUPP).

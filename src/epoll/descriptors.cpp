@@ -58,7 +58,7 @@ void Engine::made(const io_uring_sqe& sqe, int fd) {
 // looked at as for a bare number, so a stale word never changes what a call does. What
 // the engine knew of the number before is forgotten (it may have been closed behind its
 // back and reused), except what made() found for the descriptor it just made.
-void Engine::own_fd(int fd, bool owned) {
+void Engine::note_owner(int fd, bool owned) {
     if (fd < 0 || in_table(fd) < 0)
         return; // (a number not open: nothing to keep)
     FdState& st = fd_state(fd);

@@ -1,5 +1,6 @@
 // src/epoll/engine.hpp - the epoll engine's state, shared by its rooms (the .cpp files of
-// this folder). Private to the engine: the rest of ringo sees EpollEngine (epoll_engine.hpp).
+// this folder). Private to the engine: the rest of ringo sees the seam (uring/queue_engine.hpp)
+// and make_epoll_engine.
 #pragma once
 
 #include <liburing.h>
@@ -20,21 +21,56 @@
 #include <linux/time_types.h>
 
 #include <ringo/uring/compat.hpp>
+#include <ringo/uring/probe.hpp>
+#include <ringo/uring/queue_engine.hpp>
 
 #include "basics.hpp"
 #include "blocking_calls.hpp"
-#include "epoll_engine.hpp"
 #include "op_table.hpp"
 #include "readiness.hpp"
 
 namespace ringo::uring::epoll {
 
-/// The epoll engine's state and its verbs (EpollEngine is its face). One struct, its
-/// member functions defined by room: ring.cpp (records, completions, links, drains,
-/// cancellation, submission, enter), timers.cpp, descriptors.cpp (what each descriptor is,
-/// its waiters, readiness), calls.cpp (the calls made without waiting), start.cpp (how an SQE
-/// starts), pool.cpp and aio.cpp (calls made off the loop's thread).
-struct Engine {
+/// The epoll engine. It executes the SQEs a Ring hands it the way the kernel would, with plain system calls, and
+/// posts their CQEs into a completion queue of the same layout: every operation prepared
+/// for io_uring runs here unchanged, with the same results (a count or value, or -errno) and
+/// the same cancellation (ASYNC_CANCEL: an operation waiting for readiness ends at once with
+/// -ECANCELED; a call already running on the thread pool is interrupted with a signal and
+/// ends with -ECANCELED, or with its result when it finished first, its buffer still in use
+/// until its CQE). Bad input gets the kernel's answer (docs/ops.md). How each opcode runs:
+///   - readiness: sockets (MSG_DONTWAIT) and pipes, eventfds, terminals in non-blocking mode:
+///     the call is tried at once; on EAGAIN it waits for the descriptor's readiness (an
+///     edge-triggered epoll registration: kept for the descriptor's life when the engine made
+///     it, by accept or socket, or a ringo::Fd owns it (own_fd); made or re-armed at each wait
+///     for any other) and is tried again. recv, send, recvmsg, sendmsg, accept (and multishot accept), connect,
+///     read, write, readv, writev, poll_add (and multishot poll);
+///   - thread pool: regular files and block devices (read, write, readv, writev, fsync,
+///     fallocate, ftruncate, sync_file_range), descriptors that cannot be read without
+///     blocking, and path calls (openat, openat2, statx, renameat, unlinkat, mkdirat,
+///     symlinkat, linkat); a positional read of a file opened without O_DIRECT, an open that
+///     cannot wait (O_NONBLOCK, O_PATH, O_DIRECTORY; with RESOLVE_CACHED) and a statx of a
+///     descriptor on a local file system are first tried at once;
+///   - native AIO: a read or write (readv, writev) at an offset of a file opened with
+///     O_DIRECT is queued with io_submit (RWF_NOWAIT; its completion writes the eventfd the
+///     wait watches), and goes to the pool when AIO is refused or the call would wait;
+///   - at once: nop, close, socket, shutdown, bind, listen, fadvise, epoll_ctl;
+///   - timers: timeout (and timeout_remove / update) in a heap whose nearest deadline is
+///     epoll_wait's timeout; async_cancel and poll_remove;
+///   - provided-buffer rings: recv with buffer selection, single or multishot, takes the
+///     ring's buffers as the kernel does (register_buf_ring);
+///   - everything else (registered files and buffers, bundles, zero-copy send, msg_ring, uring_cmd, futex, splice, ...)
+///   is absent from its
+///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
+///     on an older kernel; an SQE that asks for one of them anyway completes with
+///     -EOPNOTSUPP. Linked SQEs (IOSQE_IO_LINK) run one after the other, as the kernel runs
+///     them.
+///
+/// One struct, behind the engine seam (uring/queue_engine.hpp: make_epoll_engine makes it),
+/// its member functions defined by room: epoll_engine.cpp (the seam's verbs), ring.cpp (records, completions, links,
+/// drains, cancellation, submission, enter), timers.cpp, descriptors.cpp (what each descriptor is, its waiters,
+/// readiness), calls.cpp (the calls made without waiting), start.cpp (how an SQE starts), pool.cpp and aio.cpp (calls
+/// made off the loop's thread).
+struct Engine final : QueueEngine {
     // How an operation runs on its descriptor.
     enum class Kind : unsigned char { unknown, socket, nonblocking, nowait, blocking };
     enum class State : unsigned char { free, held, reading, writing, polling, timer, pool, aio, done };
@@ -175,7 +211,20 @@ struct Engine {
 
     Engine(unsigned sq_entries, unsigned cq_entries, io_uring& r);
 
-    ~Engine();
+    ~Engine() override;
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    // ------------------------------------------------------------------ the seam (epoll_engine.cpp)
+    [[nodiscard]] EngineKind kind() const noexcept override { return EngineKind::epoll; }
+    EnterResult enter(unsigned to_submit, unsigned wait_nr, bool get_events,
+                      const std::uint64_t* timeout_ns) noexcept override;
+    int register_buf_ring(io_uring_buf_reg& reg) noexcept override;
+    int unregister_buf_ring(std::uint16_t bgid) noexcept override;
+    void own_fd(int fd, bool owned) noexcept override;
+    void private_user_data(std::uint64_t ud) noexcept override { private_ud = ud; }
+    [[nodiscard]] std::uint64_t readiness_registrations() const noexcept override { return readiness.calls(); }
+    static void fill_probe(Probe& p) noexcept;
 
     // ------------------------------------------------------------------ records (ring.cpp)
 
@@ -231,7 +280,7 @@ struct Engine {
     void move_overflow();
 
     void made(const io_uring_sqe& sqe, int fd);
-    void own_fd(int fd, bool owned);
+    void note_owner(int fd, bool owned);
 
     void finish(Pending* p, int res);
     [[gnu::noinline]] void finish_link(Pending* p, Pending* next, int res);
@@ -575,7 +624,6 @@ struct Engine {
 
     int poll_events(int timeout_ms);
 
-    long enter(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns);
     long enter_once(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns);
     unsigned quick_enters_ = 0;
 };

@@ -1,7 +1,6 @@
-// src/epoll/epoll_engine.cpp - the epoll engine's face (epoll_engine.hpp): what a Ring calls,
-// with no exception let out.
-#include "epoll_engine.hpp"
-
+// src/epoll/epoll_engine.cpp - the epoll engine behind the engine seam
+// (uring/queue_engine.hpp): the verbs a Ring calls, with no exception let out, and the
+// function that makes the engine.
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -10,26 +9,38 @@
 #include "engine.hpp"
 
 namespace ringo::uring {
+namespace epoll {
 
-EpollEngine::EpollEngine(unsigned sq_entries, unsigned cq_entries, io_uring& ring)
-    : impl_(std::make_unique<epoll::Engine>(sq_entries, cq_entries, ring)) {}
-
-EpollEngine::~EpollEngine() = default;
-
-long EpollEngine::enter(unsigned to_submit, unsigned min_complete, unsigned flags,
-                        const std::uint64_t* timeout_ns) noexcept {
+// Operations in flight progress only in enter (the kernel's go on by themselves): while there
+// are any, the SQ flags ask the runtime to enter (IORING_SQ_TASKRUN, as deferred task work
+// does), so a busy run queue does not keep timers, readiness or the pool's results from being
+// seen; each enter then also looks at what became ready.
+EnterResult Engine::enter(unsigned to_submit, unsigned wait_nr, bool get_events,
+                          const std::uint64_t* timeout_ns) noexcept {
+    const bool asks = (sq_flags & (compat::sq_cq_overflow | compat::sq_taskrun)) != 0;
+    if (!to_submit && !wait_nr && !get_events && !asks)
+        return {};
+    get_events = get_events || asks;
+    // (Every SQE is taken before the wait: they count as submitted whatever it ends with.)
+    EnterResult e{0, to_submit, true};
     try {
-        return impl_->enter(to_submit, min_complete, flags, timeout_ns);
+        e.res = static_cast<int>(
+            enter_once(to_submit, wait_nr, (wait_nr || get_events) ? compat::enter::getevents : 0u, timeout_ns));
+        if (all)
+            sq_flags |= compat::sq_taskrun;
+        else
+            sq_flags &= ~compat::sq_taskrun;
     } catch (const std::bad_alloc&) {
-        return -ENOMEM;
-    } catch (const std::system_error& e) {
-        return -e.code().value();
+        e.res = -ENOMEM;
+    } catch (const std::system_error& err) {
+        e.res = -err.code().value();
     } catch (...) {
-        return -ENOMEM;
+        e.res = -ENOMEM;
     }
+    return e;
 }
 
-int EpollEngine::register_buf_ring(const io_uring_buf_reg& reg) noexcept {
+int Engine::register_buf_ring(io_uring_buf_reg& reg) noexcept {
     std::uint16_t flags;
     std::memcpy(&flags,
                 reinterpret_cast<const unsigned char*>(&reg) + offsetof(io_uring_buf_reg, bgid) + sizeof reg.bgid,
@@ -38,7 +49,6 @@ int EpollEngine::register_buf_ring(const io_uring_buf_reg& reg) noexcept {
     if (flags != 0 || n == 0 || (n & (n - 1)) != 0 || n > 32768 || reg.ring_addr == 0)
         return -EINVAL;
     try {
-        auto& groups = impl_->groups;
         if (reg.bgid >= groups.size())
             groups.resize(static_cast<std::size_t>(reg.bgid) + 1);
         auto& g = groups[reg.bgid];
@@ -53,30 +63,33 @@ int EpollEngine::register_buf_ring(const io_uring_buf_reg& reg) noexcept {
     }
 }
 
-int EpollEngine::unregister_buf_ring(std::uint16_t bgid) noexcept {
-    auto& groups = impl_->groups;
+int Engine::unregister_buf_ring(std::uint16_t bgid) noexcept {
     if (bgid >= groups.size() || !groups[bgid].br)
         return -EINVAL;
     groups[bgid] = {};
     return 0;
 }
 
-void EpollEngine::own_fd(int fd, bool owned) noexcept {
+void Engine::own_fd(int fd, bool owned) noexcept {
     try {
-        impl_->own_fd(fd, owned);
+        note_owner(fd, owned);
     } catch (...) { // (the table could not grow: the descriptor stays untrusted)
     }
 }
 
-std::uint64_t EpollEngine::registrations() const noexcept { return impl_->readiness.calls(); }
-
-void EpollEngine::private_user_data(std::uint64_t ud) noexcept { impl_->private_ud = ud; }
-
-void EpollEngine::fill_probe(Probe& p) const noexcept {
+void Engine::fill_probe(Probe& p) noexcept {
     p.reset(compat::opcode::known_last, compat::feat::nodrop | compat::feat::rw_cur_pos | compat::feat::ext_arg |
                                             compat::feat::submit_stable | compat::feat::poll_32bits);
-    for (const epoll::Way& w : epoll::ways)
+    for (const Way& w : ways)
         p.set_supported(w.opcode, true);
+}
+
+} // namespace epoll
+
+std::unique_ptr<QueueEngine> make_epoll_engine(unsigned sq_entries, unsigned cq_entries, io_uring& ring, Probe& probe) {
+    auto e = std::make_unique<epoll::Engine>(sq_entries, cq_entries, ring);
+    epoll::Engine::fill_probe(probe);
+    return e;
 }
 
 } // namespace ringo::uring

@@ -1,6 +1,6 @@
 // src/epoll/op_table.hpp - how the epoll engine serves each opcode: the one place that says
 // it. docs/ops.md's epoll column is generated from this table (scripts/ops-index reads it;
-// one entry a line), the engine's probe lists exactly these opcodes (EpollEngine::fill_probe),
+// one entry a line), the engine's probe lists exactly these opcodes (Engine::fill_probe),
 // and an opcode that is not here completes with -EOPNOTSUPP.
 #pragma once
 

@@ -416,19 +416,6 @@ void Engine::undrain() {
     }
 }
 
-// Operations in flight progress only in enter (the kernel's go on by themselves): while
-// there are any, the SQ flags ask the runtime to enter (IORING_SQ_TASKRUN, as deferred
-// task work does), so a busy run queue does not keep timers, readiness or the pool's
-// results from being seen.
-long Engine::enter(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) {
-    long r = enter_once(to_submit, min_complete, flags, timeout_ns);
-    if (all)
-        sq_flags |= compat::sq_taskrun;
-    else
-        sq_flags &= ~compat::sq_taskrun;
-    return r;
-}
-
 long Engine::enter_once(unsigned to_submit, unsigned min_complete, unsigned flags, const std::uint64_t* timeout_ns) {
     const unsigned n = std::min(to_submit, sq_tail - sq_head);
     submit(n);

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
+#include <string_view>
 
 #include <ringo/uring/ring.hpp>
 
@@ -140,6 +142,7 @@ public:
     [[nodiscard]] uring::RingParams ring_params() const noexcept {
         namespace s = uring::compat::setup;
         uring::RingParams p = p_;
+        p.engine = engine_from_environment(p.engine);
         p.flags = 0;
         if (sqpoll_)
             p.flags |= s::sqpoll;
@@ -163,6 +166,23 @@ public:
     /// The handler of exceptions that end detached tasks (null: the default, which prints to
     /// stderr).
     [[nodiscard]] auto detached_exception_handler() const noexcept { return on_exc_; }
+
+    /// The engine a runtime that asks for `asked` gets: automatic, unless the environment
+    /// variable RINGO_ENGINE says epoll or io_uring (a deployed program or a test run can so
+    /// force either engine); an engine asked for by name is kept.
+    [[nodiscard]] static uring::EngineKind engine_from_environment(uring::EngineKind asked) noexcept {
+        if (asked != uring::EngineKind::automatic)
+            return asked;
+        const char* e = std::getenv("RINGO_ENGINE");
+        if (!e)
+            return asked;
+        const std::string_view v(e);
+        if (v == "epoll")
+            return uring::EngineKind::epoll;
+        if (v == "io_uring" || v == "io-uring" || v == "uring")
+            return uring::EngineKind::io_uring;
+        return asked;
+    }
 
 private:
     uring::RingParams p_{};

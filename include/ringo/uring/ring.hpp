@@ -13,10 +13,9 @@
 #include <ringo/uring/compat.hpp>
 #include <ringo/uring/faults.hpp>
 #include <ringo/uring/probe.hpp>
+#include <ringo/uring/queue_engine.hpp>
 
 namespace ringo::uring {
-
-class EpollEngine; // (src/epoll: the engine where io_uring is refused)
 
 #ifndef RINGO_POISON_SQES
 #define RINGO_POISON_SQES 0
@@ -28,16 +27,10 @@ inline constexpr bool poisons_sqes = RINGO_POISON_SQES != 0;
 /// address not canonical, so a field left unset fails loudly.
 inline constexpr unsigned char sqe_poison_byte = 0xA5;
 
-/// What serves a Ring's queues: the kernel's io_uring, or the epoll engine (EpollEngine: the
-/// same queues in user space, served by readiness and a thread pool). `automatic` takes
-/// io_uring when a ring can be set up and epoll otherwise; the environment variable
-/// RINGO_ENGINE=epoll|io_uring overrides it.
-enum class EngineKind : unsigned char { automatic, io_uring, epoll };
-
 /// What to ask io_uring_setup() for. Built by ringo::RuntimeOptions.
 struct RingParams {
-    /// io_uring, epoll, or automatic: io_uring when a ring can be set up (RINGO_ENGINE
-    /// overrides automatic).
+    /// io_uring, epoll, or automatic: io_uring when a ring can be set up, epoll when the
+    /// kernel refuses io_uring (a Runtime's options let RINGO_ENGINE override automatic).
     EngineKind engine = EngineKind::automatic;
     unsigned sq_entries = 256;      ///< SQ entries (the kernel rounds up to a power of two)
     unsigned cq_entries = 0;        ///< 0: the kernel default (2 x sq_entries)
@@ -114,7 +107,7 @@ public:
     [[gnu::always_inline]] int submit(unsigned wait_nr, bool get_events) noexcept {
         unsigned tail = ring_.sq.sqe_tail;
         unsigned to_submit = tail - ring_.sq.sqe_head;
-        if (special_submit_) [[unlikely]] // SQPOLL, the epoll engine, or faults to inject
+        if (special_submit_) [[unlikely]] // through the engine seam (SQPOLL, the epoll engine), or faults
             return submit_special(to_submit, wait_nr, get_events);
         return submit_direct(tail, to_submit, wait_nr, get_events);
     }
@@ -189,7 +182,7 @@ public:
     /// The ring's descriptor (-1 on the epoll engine, which has none).
     [[nodiscard]] int fd() const noexcept { return ring_.ring_fd; }
     /// The engine that serves the queues: EngineKind::io_uring or EngineKind::epoll.
-    [[nodiscard]] EngineKind engine() const noexcept { return emu_ ? EngineKind::epoll : EngineKind::io_uring; }
+    [[nodiscard]] EngineKind engine() const noexcept { return engine_->kind(); }
     /// Why io_uring is not in use on the epoll engine: the errno io_uring_setup failed with
     /// (0 when epoll was asked for), and a sentence naming it.
     [[nodiscard]] int io_uring_refusal() const noexcept { return refusal_errno_; }
@@ -219,21 +212,15 @@ public:
     int register_buf_ring(io_uring_buf_reg& reg) noexcept;
     /// Unregisters buffer group `bgid`: 0 or -errno.
     int unregister_buf_ring(std::uint16_t bgid) noexcept;
-    /// On the epoll engine, an owner (ringo::Fd) took descriptor `fd` or gave it up
-    /// (EpollEngine::own_fd); nothing on io_uring, where a descriptor needs no registration.
-    void own_fd(int fd, bool owned) noexcept {
-        if (emu_)
-            engine_own_fd(fd, owned);
-    }
-    /// On the epoll engine, the SQEs of user_data `ud` are the runtime's own (its wake-up read,
-    /// which on io_uring is no SQE at all): an IOSQE_IO_DRAIN does not wait for them
-    /// (EpollEngine::private_user_data); nothing on io_uring.
-    void private_user_data(std::uint64_t ud) noexcept {
-        if (emu_)
-            engine_private_user_data(ud);
-    }
-    /// The epoll engine's registration calls so far (EpollEngine::registrations); 0 on io_uring.
-    [[nodiscard]] std::uint64_t readiness_registrations() const noexcept;
+    /// An owner (ringo::Fd) took descriptor `fd` or gave it up (QueueEngine::own_fd: the epoll
+    /// engine keeps its registration; nothing on io_uring).
+    void own_fd(int fd, bool owned) noexcept { engine_->own_fd(fd, owned); }
+    /// The SQEs of user_data `ud` are the runtime's own (its wake-up read, which on io_uring is
+    /// no SQE at all): an IOSQE_IO_DRAIN does not wait for them (QueueEngine::private_user_data).
+    void private_user_data(std::uint64_t ud) noexcept { engine_->private_user_data(ud); }
+    /// The engine's readiness registrations so far (the epoll engine's epoll_ctl calls); 0 on
+    /// io_uring.
+    [[nodiscard]] std::uint64_t readiness_registrations() const noexcept { return engine_->readiness_registrations(); }
 
     /// The opcode probe (set_supported hides an operation from every runtime on this ring).
     Probe& probe() noexcept { return probe_; }
@@ -245,7 +232,9 @@ public:
 private:
     io_uring ring_{};
     Probe probe_;
-    std::unique_ptr<EpollEngine> emu_; // the epoll engine, when it serves the queues
+    // What serves the queues (the seam: uring/queue_engine.hpp): the kernel's io_uring or the
+    // epoll engine. Declared after ring_: the kernel's engine ends the ring with its own end.
+    std::unique_ptr<QueueEngine> engine_;
     struct FaultState;
     std::unique_ptr<FaultState> faults_; // the faults to inject, when a plan asks for any
     std::string refusal_;
@@ -253,7 +242,8 @@ private:
     std::uint32_t flags_ = 0;
     unsigned sqe_shift_ = 0;
     unsigned cqe_shift_ = 0;
-    bool special_submit_ = false; // sqpoll_, emu_ or faults_: submit() goes to submit_special
+    bool special_submit_ = false; // via_engine_ or faults_: submit() goes to submit_special
+    bool via_engine_ = false;     // submissions go through engine_ (SQPOLL, a user-space engine)
     bool sqpoll_ = false;
     bool iopoll_ = false;
     bool registered_ = false;
@@ -321,13 +311,10 @@ private:
         return sys_enter_generic(to_submit, wait_nr, flags);
 #endif
     }
-    void engine_own_fd(int fd, bool owned) noexcept;
-    void engine_private_user_data(std::uint64_t ud) noexcept;
     long sys_enter_generic(unsigned to_submit, unsigned wait_nr, unsigned flags) noexcept;
     int submit_special(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;
-    int submit_sqpoll(unsigned to_submit, unsigned wait_nr, bool get_events) noexcept;
-    int submit_emulated(unsigned to_submit, unsigned wait_nr, bool get_events,
-                        const std::uint64_t* timeout_ns) noexcept;
+    [[gnu::always_inline]] inline int submit_engine(unsigned to_submit, unsigned wait_nr, bool get_events,
+                                                    const std::uint64_t* timeout_ns) noexcept;
     void setup_kernel(const RingParams& params);
     void setup_faults(const RingParams& params);
     int inject_faults(bool waits) noexcept;
