@@ -50,6 +50,7 @@ TEST(EpollOp, CtlAndWait) {
 }
 
 TEST(EpollOp, FixedEpollFd) {
+    RINGO_IO_URING_ONLY("a registered file table");
     Runtime rt;
     if (!rt.supports(compat::opcode::epoll_wait))
         GTEST_SKIP() << "kernel lacks IORING_OP_EPOLL_WAIT (6.15)";

@@ -317,7 +317,6 @@ TEST_F(FileOp, Fadvise) {
 }
 
 TEST_F(FileOp, Madvise) {
-    RINGO_IO_URING_ONLY("madvise");
     const std::size_t len = 4 * 4096;
     void* p = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(p, MAP_FAILED);

@@ -216,7 +216,6 @@ TEST_F(PathOp, ClosedDirfdAndBadPointers) {
 // --- extended attributes ---------------------------------------------------------------------
 
 TEST_F(PathOp, SetxattrGetxattr) {
-    RINGO_IO_URING_ONLY("xattr ops");
     write_file(p("x"), "");
     if (::setxattr(p("x").c_str(), "user.probe", "1", 1, 0) != 0)
         GTEST_SKIP() << "the temporary directory's file system has no user xattrs: " << std::strerror(errno);

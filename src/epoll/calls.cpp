@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -117,6 +118,10 @@ int Engine::try_call_once(Pending* p) {
         if (r < 0)
             return -errno;
         return r == 0 ? -EAGAIN : (pf.revents & (pf.events | POLLERR | POLLHUP | POLLNVAL));
+    }
+    case opc::epoll_wait: { // (what is ready now; none: wait for the descriptor's readiness)
+        const int r = sys(::epoll_wait(fd, static_cast<epoll_event*>(addr), static_cast<int>(s.len), 0));
+        return r == 0 ? -EAGAIN : r;
     }
     default: return -EOPNOTSUPP;
     }

@@ -594,6 +594,8 @@ struct Engine final : QueueEngine {
     bool local_fs(dev_t dev, int fd);
 
     void start(Pending* p);
+    int pipe_now(const io_uring_sqe& s);
+    void finish_or_pool(Pending* p, int checked);
 
     void submit(unsigned n);
     // The SQE at the head (`s`) ended as it was taken, with `r`: the head moves past it and

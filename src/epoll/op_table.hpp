@@ -60,6 +60,13 @@ inline constexpr Way ways[] = {
     {opc::listen, How::at_once},
     {opc::splice, How::thread_pool},
     {opc::tee, How::thread_pool},
+    {opc::madvise, How::thread_pool},
+    {opc::fsetxattr, How::thread_pool},
+    {opc::setxattr, How::thread_pool},
+    {opc::fgetxattr, How::thread_pool},
+    {opc::getxattr, How::thread_pool},
+    {opc::epoll_wait, How::readiness},
+    {opc::pipe, How::at_once},
 };
 // clang-format on
 

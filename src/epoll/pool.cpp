@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <mutex>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -163,6 +164,24 @@ int Engine::blocking_call(const io_uring_sqe& s, bool positional_only) noexcept 
         return sys(::linkat(fd, static_cast<const char*>(addr), static_cast<int>(s.len),
                             reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.off)),
                             static_cast<int>(s.hardlink_flags)));
+    case opc::madvise:
+        return sys(
+            ::madvise(addr, s.off ? static_cast<std::size_t>(s.off) : s.len, static_cast<int>(s.fadvise_advice)));
+    // (The extended-attribute calls by their system call numbers: the C library's wrappers are
+    // declared with nonnull arguments, and a bad pointer must be the kernel's -EFAULT.)
+    case opc::getxattr:
+        return sys(::syscall(SYS_getxattr, reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.addr3)), addr,
+                             reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.off)), std::size_t{s.len}));
+    case opc::setxattr:
+        return sys(::syscall(SYS_setxattr, reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.addr3)), addr,
+                             reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.off)), std::size_t{s.len},
+                             static_cast<int>(s.xattr_flags)));
+    case opc::fgetxattr:
+        return sys(::syscall(SYS_fgetxattr, fd, addr, reinterpret_cast<void*>(static_cast<std::uintptr_t>(s.off)),
+                             std::size_t{s.len}));
+    case opc::fsetxattr:
+        return sys(::syscall(SYS_fsetxattr, fd, addr, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.off)),
+                             std::size_t{s.len}, static_cast<int>(s.xattr_flags)));
     case opc::splice:
     case opc::tee: {
         // fd_in, its offset (-1: none) in the address field, fd_out and its offset in off.

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 namespace ringo::uring::epoll {
@@ -162,6 +163,38 @@ bool Engine::local_fs(dev_t dev, int fd) {
     if (devs.size() < max_devs)
         devs.push_back(DevKind{dev, local, now + 1'000'000'000u});
     return local;
+}
+
+// IORING_OP_PIPE, made at once as the kernel makes it: its checks, then pipe2(2), and the two
+// descriptors written to the caller's array (-EFAULT, the pipe closed again, when it cannot
+// be written). A pipe into the registered file table (file_index) is io_uring's only.
+int Engine::pipe_now(const io_uring_sqe& s) {
+    constexpr unsigned notification_pipe = O_EXCL; // O_NOTIFICATION_PIPE
+    if (s.fd || s.off || s.addr3)
+        return -EINVAL;
+    if (s.rw_flags & ~unsigned(O_CLOEXEC | O_NONBLOCK | O_DIRECT | notification_pipe))
+        return -EINVAL;
+    if (s.file_index)
+        return -EOPNOTSUPP;
+    int fds[2];
+    if (::pipe2(fds, static_cast<int>(s.rw_flags)) < 0)
+        return -errno;
+    if (!copy_out(s.addr, fds, sizeof fds)) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return -EFAULT;
+    }
+    for (int fd : fds) // (numbers that may have named other files before: what was known is gone)
+        reset_fd(fd_state(fd));
+    return 0;
+}
+
+// A call the pool makes once its checks (`checked`: 0, or the kernel's -errno) passed.
+void Engine::finish_or_pool(Pending* p, int checked) {
+    if (checked < 0)
+        finish(p, checked);
+    else
+        to_pool(p);
 }
 
 // Starts one SQE (held ones of a link start when their predecessor ends).
@@ -326,6 +359,25 @@ void Engine::start(Pending* p) {
         }
         to_pool(p); // a file's side may block; a pipe's is served as it comes
         return;
+    case opc::pipe: finish(p, pipe_now(s)); return;
+    case opc::madvise:
+        // (As the kernel checks it; the length is in off, or in len when off is 0.)
+        finish_or_pool(p, s.buf_index || compat::sqe_field::splice_fd_in(s) ? -EINVAL : 0);
+        return;
+    case opc::getxattr:
+    case opc::fgetxattr:
+        finish_or_pool(p, s.xattr_flags ? -EINVAL : 0); // (a get takes no flags)
+        return;
+    case opc::setxattr:
+    case opc::fsetxattr:
+        finish_or_pool(p, s.xattr_flags & ~unsigned(XATTR_CREATE | XATTR_REPLACE) ? -EINVAL : 0);
+        return;
+    case opc::epoll_wait:
+        if (s.off || s.rw_flags || s.buf_index || compat::sqe_field::splice_fd_in(s)) {
+            finish(p, -EINVAL);
+            return;
+        }
+        break; // (by readiness: an epoll descriptor is ready when an event waits in it)
     case opc::statx:
         if (!s.addr) { // (statx(2) takes a null path with AT_EMPTY_PATH since 6.11; io_uring does not)
             finish(p, -EFAULT);
@@ -395,6 +447,10 @@ void Engine::start(Pending* p) {
     if (k == Kind::blocking) {
         if (s.opcode == opc::poll_add) { // files are always ready
             finish(p, static_cast<int>(s.poll32_events & (POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM)));
+            return;
+        }
+        if (s.opcode == opc::epoll_wait) { // (not an epoll descriptor)
+            finish(p, -EINVAL);
             return;
         }
         if (s.opcode == opc::accept || s.opcode == opc::connect || s.opcode == opc::recv || s.opcode == opc::send ||
