@@ -213,3 +213,140 @@ TEST(EngineOps, EpollWait) {
     EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::epoll_wait, ep, addr_of(got), 2, 1); }), -EINVAL) << "off set";
     ::close(ep);
 }
+
+namespace {
+
+// A futex SQE: the word's address, the value (a wait's expected one, a wake's count), the mask
+// and the futex2 flags.
+void prep_futex(io_uring_sqe* s, std::uint8_t op, const std::uint32_t* word, std::uint64_t val,
+                std::uint64_t mask = compat::futex2::bitset_match_any,
+                std::uint32_t flags = compat::futex2::size_u32 | compat::futex2::private_) {
+    prep(s, op, static_cast<int>(flags), addr_of(word), 0, val);
+    s->addr3 = mask;
+}
+
+} // namespace
+
+// A futex wait is armed when it is submitted, as the kernel arms it: a wake submitted right
+// after it, in the same submission, wakes it (1, and the wait's 0), and a wake whose mask
+// misses it does not. The epoll engine makes the wait on its thread pool; the wake finds it
+// in the engines' table before the pool thread is in the kernel.
+TEST(EngineOps, AFutexWaitIsArmedWhenSubmitted) {
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        SCOPED_TRACE(name_of(k));
+        if (!ring->probe().supports(opc::futex_wait)) {
+            EXPECT_EQ(k, EngineKind::io_uring);
+            continue; // (a kernel before 6.7)
+        }
+        alignas(4) std::uint32_t word = 0;
+        auto got = run(
+            *ring,
+            [&](Ring& r) {
+                io_uring_sqe* s = r.get_sqe();
+                prep_futex(s, opc::futex_wait, &word, 0, 0x1);
+                s->user_data = 1;
+                s = r.get_sqe();
+                prep_futex(s, opc::futex_wake, &word, 5, 0x2); // (misses the wait's mask)
+                s->user_data = 2;
+                s = r.get_sqe();
+                prep_futex(s, opc::futex_wake, &word, 5, 0x1);
+                s->user_data = 3;
+            },
+            3, 5s);
+        ASSERT_EQ(got.size(), 3u);
+        for (const Cqe& c : got) {
+            if (c.user_data == 1)
+                EXPECT_EQ(c.res, 0) << "the wait";
+            else
+                EXPECT_EQ(c.res, c.user_data == 2 ? 0 : 1) << "wake " << c.user_data;
+        }
+        // A wake of nobody, a count of 0, a wait that the word does not hold, and checks.
+        EXPECT_EQ(one(
+                      *ring, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, &word, 1); }, 2s)
+                      ->res,
+                  0);
+        EXPECT_EQ(one(
+                      *ring, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, &word, 0); }, 2s)
+                      ->res,
+                  0);
+        EXPECT_EQ(one(
+                      *ring, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wait, &word, 7); }, 2s)
+                      ->res,
+                  -EAGAIN);
+        EXPECT_EQ(one(
+                      *ring, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wait, &word, 0, 0); }, 2s)
+                      ->res,
+                  -EINVAL);
+        EXPECT_EQ(one(
+                      *ring,
+                      [&](io_uring_sqe* s) {
+                          prep_futex(s, opc::futex_wait, &word, 0);
+                          s->len = 1;
+                      },
+                      2s)
+                      ->res,
+                  -EINVAL);
+        EXPECT_EQ(one(
+                      *ring, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wait, &word, 1ull << 32); }, 2s)
+                      ->res,
+                  -EINVAL);
+        EXPECT_EQ(one(
+                      *ring,
+                      [&](io_uring_sqe* s) {
+                          prep_futex(s, opc::futex_wait, static_cast<const std::uint32_t*>(unmapped_page()), 0);
+                      },
+                      2s)
+                      ->res,
+                  -EFAULT);
+    }
+}
+
+// A wait on one ring is woken by a wake through another ring on another thread (a plain
+// thread's futex(2): FutexOp.WaitIsWokenByAPlainThread); a wait cancelled ends with -ECANCELED
+// (its cancel reports 1, as the kernel's cancel of a futex request does).
+TEST(EngineOps, FutexWaitsAcrossRingsAndThreads) {
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        SCOPED_TRACE(name_of(k));
+        if (!ring->probe().supports(opc::futex_wait))
+            continue;
+        alignas(4) std::uint32_t word = 0;
+        std::atomic<int> woke{0};
+        std::thread other([&] {
+            auto r2 = make_ring(k);
+            for (int i = 0; i < 5000 && woke.load() == 0; ++i) {
+                auto c = one(
+                    *r2, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, &word, 1); }, 2s);
+                if (c && c->res != 0)
+                    woke.store(c->res);
+                else
+                    std::this_thread::sleep_for(1ms);
+            }
+        });
+        auto c = one(
+            *ring, [&](io_uring_sqe* s) { prep_futex(s, opc::futex_wait, &word, 0); }, 10s);
+        other.join();
+        ASSERT_TRUE(c);
+        EXPECT_EQ(c->res, 0);
+        EXPECT_EQ(woke.load(), 1);
+        auto got = run(
+            *ring,
+            [&](Ring& r) {
+                io_uring_sqe* s = r.get_sqe();
+                prep_futex(s, opc::futex_wait, &word, 0);
+                s->user_data = 1;
+                s = r.get_sqe();
+                prep(s, opc::async_cancel, -1, 1, 0, 0);
+                s->user_data = 2;
+            },
+            2, 5s);
+        ASSERT_EQ(got.size(), 2u);
+        for (const Cqe& x : got)
+            EXPECT_EQ(x.res, x.user_data == 1 ? -ECANCELED : 1) << x.user_data;
+    }
+}

@@ -110,6 +110,9 @@ struct Engine final : QueueEngine {
         // What submit's fast path found when it tried a read at once (read_now), or a socket
         // call (missed: -EAGAIN), before the record was made: start does not try again.
         unsigned char first_try = 0; // an AtOnce
+        // A futex wait's own word, which a wake through an engine sets and wakes (futex.cpp).
+        std::atomic<std::uint32_t> kick{0};
+        std::atomic<bool> armed{false}; // ... and whether its pool thread may be in the kernel's queue
     };
     // 32 bytes (a table indexed by descriptor number, looked at several times per operation).
     struct FdState {
@@ -594,6 +597,15 @@ struct Engine final : QueueEngine {
     bool local_fs(dev_t dev, int fd);
 
     void start(Pending* p);
+
+    // ------------------------------------------------------------------ futexes (futex.cpp)
+    static int futex_checks(const io_uring_sqe& s) noexcept;
+    void futex_wait(Pending* p);
+    static int futex_wait_call(Pending* p) noexcept;
+    static void futex_done(Pending* p) noexcept;
+    static bool futex_kick(Pending* p) noexcept;
+    static int futex_wake(const io_uring_sqe& s) noexcept;
+    static int futex_cancel(Pending* p) noexcept;
     int pipe_now(const io_uring_sqe& s);
     void finish_or_pool(Pending* p, int checked);
 

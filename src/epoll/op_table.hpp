@@ -67,6 +67,8 @@ inline constexpr Way ways[] = {
     {opc::getxattr, How::thread_pool},
     {opc::epoll_wait, How::readiness},
     {opc::pipe, How::at_once},
+    {opc::futex_wait, How::thread_pool},
+    {opc::futex_wake, How::at_once},
 };
 // clang-format on
 

@@ -15,9 +15,12 @@ namespace ringo::uring::epoll {
 
 void Engine::run_on_pool(Job* j) noexcept {
     auto* p = static_cast<Pending*>(j);
+    const bool futex = p->sqe.opcode == opc::futex_wait;
     do
-        p->res = blocking_call(p->sqe, p->recheck);
+        p->res = futex ? futex_wait_call(p) : blocking_call(p->sqe, p->recheck);
     while (p->res == -EINTR && !BlockingCalls::get().interrupted(p));
+    if (futex)
+        futex_done(p); // (no wake finds it from here on)
     BlockingCalls::get().finishing(p);
     Engine* e = p->eng;
     std::lock_guard lk(e->done_m);
@@ -99,8 +102,8 @@ void Engine::take_pool_results_now() {
 
 // The result of a call made off the loop's thread (the pool, native AIO).
 void Engine::ended_off_loop(Pending* p, int res) {
-    if (p->cancelled && res == -EINTR)
-        res = -ECANCELED; // (interrupted: interrupt)
+    if (p->cancelled && (res == -EINTR || (res == 0 && p->sqe.opcode == opc::futex_wait)))
+        res = -ECANCELED; // (interrupted: interrupt; a futex wait kicked by its cancel: futex_cancel)
     if (p->recheck && res == -ESPIPE && !p->cancelled) {
         // The descriptor is no longer the regular file it was (closed behind the
         // engine's back, its number reused by a pipe or socket): start over.

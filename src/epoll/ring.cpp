@@ -62,6 +62,8 @@ Engine::~Engine() {
     // interrupted, again every 10 ms until they ended.
     for (Pending* p = all; p; p = p->all_next)
         if (p->state == State::pool && !p->cancelled) {
+            if (p->sqe.opcode == opc::futex_wait && futex_cancel(p) > 0)
+                continue;
             p->cancelled = true;
             interrupt(p);
         }
@@ -253,6 +255,8 @@ int Engine::cancel_one(Pending* p) {
         finish(p, -ECANCELED);
         return 0;
     case State::pool:
+        if (p->sqe.opcode == opc::futex_wait)
+            return futex_cancel(p); // (withdrawn at once, as the kernel's futex request is)
         p->cancelled = true;
         interrupt(p);
         return -EALREADY;

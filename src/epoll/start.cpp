@@ -360,6 +360,8 @@ void Engine::start(Pending* p) {
         to_pool(p); // a file's side may block; a pipe's is served as it comes
         return;
     case opc::pipe: finish(p, pipe_now(s)); return;
+    case opc::futex_wait: futex_wait(p); return;
+    case opc::futex_wake: finish(p, futex_wake(s)); return;
     case opc::madvise:
         // (As the kernel checks it; the length is in off, or in len when off is 0.)
         finish_or_pool(p, s.buf_index || compat::sqe_field::splice_fd_in(s) ? -EINVAL : 0);

@@ -42,7 +42,7 @@ public:
     /// `co_await f.wait(expected)`: sleeps while the word equals `expected`: 0 when woken
     /// (possibly spuriously: re-check the word), -EAGAIN when it did not hold `expected`,
     /// -ECANCELED when the task was cancelled, -EOPNOTSUPP on kernels without io_uring futex
-    /// operations.
+    /// operations (the epoll engine serves them on any kernel).
     [[nodiscard]] op::FutexWait wait(std::uint32_t expected) const noexcept { return op::futex_wait(addr(), expected); }
 
     /// `co_await f.wake_async(n)`: wakes up to n waiters through the ring; the number woken.

@@ -1,0 +1,226 @@
+// src/epoll/futex.cpp - futex waits and wakes on the epoll engine. A wait is checked at its
+// start as the kernel checks it (its flags, its word's alignment and value), then made on the
+// thread pool with futex_waitv(2) on two words: the caller's, which a futex(2) wake of any
+// thread reaches, and a word of its own that a wake through any epoll engine of the process
+// sets and wakes (a "kick"). Such a wake first wakes the waits the engines hold (all of them
+// are in one table, so that a wake between a wait's start and its pool thread's arrival in the
+// kernel is not lost), then the plain threads with futex(2). The caller's word changed since
+// the wait's start also ends it with 0: its waker changed it before waking (the protocol of
+// futex words), and the kernel's request, armed at once, would have seen that wake.
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "engine.hpp"
+
+namespace ringo::uring::epoll {
+
+namespace {
+
+namespace f2 = compat::futex2;
+
+// The futex waits in flight on every epoll engine of the process.
+struct FutexTable {
+    std::mutex m;
+    std::vector<Engine::Pending*> waits;
+};
+FutexTable& table() {
+    static FutexTable* t = [] {
+        auto* made = new FutexTable; // (never destroyed: pool threads may outlive main)
+        // fork(): the lock is held across it; the child starts with no wait (those in the table
+        // are the parent's, on threads the child does not have).
+        ::pthread_atfork([] { table().m.lock(); }, [] { table().m.unlock(); },
+                         [] {
+                             FutexTable& c = table();
+                             new (&c.m) std::mutex;
+                             c.waits.clear();
+                         });
+        return made;
+    }();
+    return *t;
+}
+
+long sys_futex(const void* addr, int op, std::uint32_t val, std::uint32_t val3) noexcept {
+    return ::syscall(SYS_futex, addr, op, val, nullptr, nullptr, val3);
+}
+
+} // namespace
+
+// The checks the kernel makes of a futex SQE before anything else (io_uring's futex prep):
+// fields it wants zero, futex2 flags (a 32-bit word only), a value and a mask that fit the
+// word, and a mask that is not empty.
+int Engine::futex_checks(const io_uring_sqe& s) noexcept {
+    if (s.len || s.rw_flags || s.buf_index || s.file_index)
+        return -EINVAL;
+    const auto flags = static_cast<std::uint32_t>(s.fd);
+    if ((flags & ~(3u | f2::private_)) || (flags & 3u) != f2::size_u32)
+        return -EINVAL; // (the engine has no NUMA futexes)
+    if ((s.off >> 32) || (s.addr3 >> 32) || s.addr3 == 0)
+        return -EINVAL;
+    if (s.addr % 4)
+        return -EINVAL; // (a word the kernel cannot key)
+    return 0;
+}
+
+// FUTEX_WAIT: -EAGAIN at once when the word does not hold the value, -EFAULT when it cannot be
+// read; else in the table and on the pool (futex_wait_call).
+void Engine::futex_wait(Pending* p) {
+    const io_uring_sqe& s = p->sqe;
+    if (const int r = futex_checks(s); r < 0) {
+        finish(p, r);
+        return;
+    }
+    std::uint32_t now = 0;
+    if (!read_user(&now, s.addr, sizeof now)) {
+        finish(p, -EFAULT);
+        return;
+    }
+    if (now != static_cast<std::uint32_t>(s.off)) {
+        finish(p, -EAGAIN);
+        return;
+    }
+    p->kick.store(0, std::memory_order_relaxed);
+    FutexTable& t = table();
+    {
+        std::lock_guard lk(t.m);
+        t.waits.push_back(p);
+    }
+    try {
+        to_pool(p);
+    } catch (...) {
+        futex_done(p);
+        throw;
+    }
+}
+
+// The wait, made on a pool thread: 0 when woken (the word's wake, a kick, or a word changed
+// since the start), -EINTR when interrupted (cancelled: -ECANCELED), or the call's error.
+int Engine::futex_wait_call(Pending* p) noexcept {
+    const io_uring_sqe& s = p->sqe;
+    const bool priv = static_cast<std::uint32_t>(s.fd) & f2::private_;
+    const auto* word = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.addr));
+    const auto mask = static_cast<std::uint32_t>(s.addr3);
+    long n = 0;
+    p->armed.store(true, std::memory_order_seq_cst);
+    if (mask == f2::bitset_match_any) {
+        // Both words at once: futex_waitv's waits match any wake's mask, as this one does.
+        struct futex_waitv w[2] = {};
+        w[0].val = s.off;
+        w[0].uaddr = s.addr;
+        w[0].flags = static_cast<std::uint32_t>(s.fd);
+        w[1].val = 0;
+        w[1].uaddr = reinterpret_cast<std::uintptr_t>(&p->kick);
+        w[1].flags = f2::size_u32 | f2::private_;
+        n = ::syscall(SYS_futex_waitv, w, 2u, 0u, nullptr, 0);
+    }
+    if (mask != f2::bitset_match_any || (n < 0 && errno == ENOSYS)) {
+        // A wait with a mask (or before 5.16): the caller's word alone, with its mask, and the
+        // kick looked at every 10 ms (a kick also interrupts the call: futex_kick).
+        for (;;) {
+            if (p->kick.load(std::memory_order_acquire) != 0) {
+                n = 0;
+                break;
+            }
+            timespec tick{0, 10'000'000};
+            n = ::syscall(SYS_futex, word, priv ? FUTEX_WAIT_BITSET_PRIVATE : FUTEX_WAIT_BITSET,
+                          static_cast<std::uint32_t>(s.off), &tick, nullptr, mask);
+            if (n >= 0 || (errno != ETIMEDOUT && !(errno == EINTR && p->kick.load(std::memory_order_acquire))))
+                break;
+        }
+        if (n < 0 && errno == ETIMEDOUT)
+            n = 0;
+    }
+    const int r = n >= 0 || errno == EAGAIN ? 0 : -errno;
+    p->armed.store(false, std::memory_order_seq_cst);
+    return r;
+}
+
+// The wait ended (on its pool thread, before its result is posted): out of the table, where no
+// wake finds it any more.
+void Engine::futex_done(Pending* p) noexcept {
+    FutexTable& t = table();
+    std::lock_guard lk(t.m);
+    for (std::size_t i = 0; i < t.waits.size(); ++i)
+        if (t.waits[i] == p) {
+            t.waits[i] = t.waits.back();
+            t.waits.pop_back();
+            break;
+        }
+}
+
+// Ends a wait that is in the table (a wake, a cancel): its kick word set and woken. Under the
+// table's lock. False when it was ended so already.
+bool Engine::futex_kick(Pending* p) noexcept {
+    if (p->kick.exchange(1, std::memory_order_acq_rel) != 0)
+        return false;
+    if (static_cast<std::uint32_t>(p->sqe.addr3) == f2::bitset_match_any)
+        (void)sys_futex(&p->kick, FUTEX_WAKE_PRIVATE, 1, 0);
+    else
+        (void)BlockingCalls::get().interrupt(p); // (its call looks at the kick every 10 ms too)
+    return true;
+}
+
+// FUTEX_WAKE: up to `off` waiters whose mask meets the wake's: the engines' own waits first,
+// then plain threads with futex(2). The number woken. A wait kicked here whose pool thread may
+// still be in the kernel's queue of the word (kicked, not yet run) can take one of the
+// futex(2) call's wakes: the call asks for that many more, and they are not counted (a plain
+// thread so woken beyond the count had a spurious wake-up, which futex words allow).
+int Engine::futex_wake(const io_uring_sqe& s) noexcept {
+    if (const int r = futex_checks(s); r < 0)
+        return r;
+    const auto max = static_cast<std::uint32_t>(s.off);
+    if (max == 0)
+        return 0;
+    const bool priv = static_cast<std::uint32_t>(s.fd) & f2::private_;
+    const auto mask = static_cast<std::uint32_t>(s.addr3);
+    std::uint32_t woken = 0, queued = 0;
+    {
+        FutexTable& t = table();
+        std::lock_guard lk(t.m);
+        for (Pending* w : t.waits) {
+            if (woken == max)
+                break;
+            const io_uring_sqe& ws = w->sqe;
+            if (ws.addr != s.addr || ((static_cast<std::uint32_t>(ws.fd) & f2::private_) != 0) != priv ||
+                !(static_cast<std::uint32_t>(ws.addr3) & mask))
+                continue;
+            if (futex_kick(w)) {
+                ++woken;
+                queued += w->armed.load(std::memory_order_seq_cst);
+            }
+        }
+    }
+    if (woken < max) {
+        const std::uint32_t more = max - woken > INT_MAX - queued ? INT_MAX : max - woken + queued;
+        const long n = sys_futex(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(s.addr)),
+                                 priv ? FUTEX_WAKE_BITSET_PRIVATE : FUTEX_WAKE_BITSET, more, mask);
+        if (n < 0)
+            return woken ? static_cast<int>(woken) : -errno;
+        if (static_cast<std::uint32_t>(n) > queued)
+            woken += std::min(static_cast<std::uint32_t>(n) - queued, max - woken);
+    }
+    return static_cast<int>(woken);
+}
+
+// A cancelled wait: kicked, and -ECANCELED when its pool thread returns. The kernel's cancel of
+// a futex request reports the number it cancelled.
+int Engine::futex_cancel(Pending* p) noexcept {
+    FutexTable& t = table();
+    std::lock_guard lk(t.m);
+    for (Pending* w : t.waits)
+        if (w == p && futex_kick(p)) {
+            p->cancelled = true; // (read on the loop's thread alone: ended_off_loop)
+            return 1;
+        }
+    return -EALREADY; // (woken already, or its call ended: its result is on its way)
+}
+
+} // namespace ringo::uring::epoll
