@@ -173,8 +173,10 @@ TEST(EngineOps, EpollWait) {
         later.join();
         ASSERT_TRUE(c);
         EXPECT_EQ(c->res, 1);
-        EXPECT_EQ(got[0].data.u64, 77u);
-        EXPECT_TRUE(got[0].events & EPOLLIN);
+        const std::uint64_t data = got[0].data.u64; // (epoll_event is packed: read by value)
+        const std::uint32_t events = got[0].events;
+        EXPECT_EQ(data, 77u);
+        EXPECT_TRUE(events & EPOLLIN);
         // Ready already (the eventfd still holds its count): at once.
         c = one(
             *ring, [&](io_uring_sqe* s) { prep(s, opc::epoll_wait, ep, addr_of(got), 4, 0); }, 2s);
