@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -508,10 +509,16 @@ TEST(Blocking, OneAllocationPerCall) {
     long per_1000 = rt.block_on([]() -> Task<long> {
         for (int i = 0; i < 10; ++i) // warm up: the pool's thread, the run queue
             co_await ringo::spawn_blocking([] { return 1; });
-        long before = g_allocs.load();
-        for (int i = 0; i < 1000; ++i)
-            co_await ringo::spawn_blocking([i] { return i; });
-        co_return g_allocs.load() - before;
+        // (The fewest of three rounds: on a loaded machine a call may come back before the
+        // pool's thread is idle again, and the next call then starts a thread, which allocates.)
+        long fewest = LONG_MAX;
+        for (int round = 0; round < 3; ++round) {
+            long before = g_allocs.load();
+            for (int i = 0; i < 1000; ++i)
+                co_await ringo::spawn_blocking([i] { return i; });
+            fewest = std::min(fewest, g_allocs.load() - before);
+        }
+        co_return fewest;
     }());
     EXPECT_EQ(per_1000, 1000);
 }
