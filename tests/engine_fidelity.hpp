@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -180,6 +181,8 @@ inline std::vector<Cqe> both_seq(const std::function<void(Ring&)>& prep, unsigne
 inline io_uring_sqe* next(Ring& r, std::uint64_t ud, std::uint8_t op, int fd, std::uint64_t addr, std::uint32_t len,
                           std::uint64_t off, std::uint8_t flags = 0) {
     io_uring_sqe* s = r.get_sqe();
+    if (!s)
+        throw std::runtime_error("the submission queue is full");
     prep(s, op, fd, addr, len, off);
     s->user_data = ud;
     s->flags = flags;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 
 namespace ringo::uring::epoll {
@@ -110,7 +111,7 @@ Engine::Kind Engine::find_kind(int fd) {
     else if (::fcntl(fd, F_GETFL) & O_NONBLOCK)
         s.kind = Kind::nonblocking;
     else
-        s.kind = Kind::nowait; // tried with RWF_NOWAIT; -EOPNOTSUPP makes it blocking
+        s.kind = Kind::nowait; // tried with RWF_NOWAIT; -EOPNOTSUPP makes it gated
     return s.kind;
 }
 
@@ -220,20 +221,31 @@ void Engine::end_waiters(int fd, int res) {
 
 // Runs a waiter's call; true when it is done (removed from its list), false when it waits on.
 bool Engine::retry(Pending* p) {
+    if (p->gated) [[unlikely]] {
+        Side w{};
+        const int r = gate_check(p, w);
+        if (r == 0 && w.fd == p->fd && w.st == p->state)
+            return false; // (still not ready: it waits on where it is)
+        unlink_waiter(list_of(p), p);
+        gate_on(p, r, w);
+        return true;
+    }
     for (;;) {
         int r = try_call(p);
         if (r == -EAGAIN)
             return false;
         if (r == -EOPNOTSUPP && fd_state(p->fd).kind == Kind::nowait && !(p->sqe.rw_flags & RWF_NOWAIT) &&
-            (p->sqe.opcode == opc::read || p->sqe.opcode == opc::write || p->sqe.opcode == opc::readv ||
-             p->sqe.opcode == opc::writev)) {
+            rw_call(p->sqe.opcode)) {
             // This descriptor cannot be read or written without blocking (no RWF_NOWAIT):
-            // its calls go to the pool from now on (with flags of the caller's, this one
-            // only: the refusal may be theirs).
-            if (p->sqe.rw_flags == 0)
-                fd_state(p->fd).kind = Kind::blocking;
+            // its calls wait for readiness, then go to the pool, from now on (with flags of
+            // the caller's, this one only: the refusal may be theirs).
             unlink_waiter(list_of(p), p);
-            to_pool(p);
+            if (p->sqe.rw_flags == 0) {
+                fd_state(p->fd).kind = Kind::gated;
+                gate(p);
+            } else {
+                to_pool(p);
+            }
             return true;
         }
         if (multishot(p->sqe) && goes_on(p->sqe, r, p->empty)) {
@@ -269,6 +281,65 @@ void Engine::wait_ready(Pending* p, State st, bool again) {
     // call): every edge since is reported.
     if (r == 0 || again)
         (void)retry(p);
+}
+
+// What a gated call waits for: 1 when every descriptor it needs is ready (or is not one
+// poll(2) knows: the pool's call answers), 0 with `wait` set to the first that is not, or
+// -errno. A read or write needs its descriptor readable or writable; a splice or tee its input
+// readable and its output writable. An error or hang-up counts as ready: the call reports it.
+int Engine::gate_check(const Pending* p, Side& wait) noexcept {
+    const io_uring_sqe& s = p->sqe;
+    pollfd pf[2]{};
+    nfds_t n = 1;
+    if (s.opcode == opc::splice || s.opcode == opc::tee) {
+        pf[0] = {static_cast<int>(compat::sqe_field::splice_fd_in(s)), POLLIN, 0};
+        pf[1] = {s.fd, POLLOUT, 0};
+        n = 2;
+    } else {
+        pf[0] = {s.fd, static_cast<short>(is_write(s.opcode) ? POLLOUT : POLLIN), 0};
+    }
+    for (nfds_t i = 0; i < n; ++i)
+        if (pf[i].fd < 0)
+            return 1;
+    if (::poll(pf, n, 0) < 0)
+        return -errno;
+    for (nfds_t i = 0; i < n; ++i)
+        if (pf[i].revents == 0) {
+            wait = {pf[i].fd, pf[i].events == POLLIN ? State::reading : State::writing};
+            return 0;
+        }
+    return 1;
+}
+
+void Engine::gate(Pending* p) {
+    p->gated = true;
+    Side w{};
+    const int r = gate_check(p, w);
+    gate_on(p, r, w);
+}
+
+// A gated call after its check `r` (gate_check): parked on the descriptor it waits for (an
+// event tries it again: retry), or on the pool once all is ready, or ended with an error.
+void Engine::gate_on(Pending* p, int r, Side w) {
+    if (r == 0) {
+        p->fd = w.fd;
+        p->state = w.st;
+        FdState& s = fd_state(w.fd); // (open: poll(2) found it)
+        push_waiter(w.st == State::reading ? s.readers : s.writers, p);
+        // (A registration made now reports what became ready since the check; one kept
+        // reports each edge since, and what was ready before the check was found by it.)
+        const int wr = watch(w.fd);
+        if (wr >= 0)
+            return;
+        unlink_waiter(list_of(p), p);
+        r = wr == -EPERM ? 1 : wr; // (no readiness to wait for after all: the pool's call waits)
+    }
+    p->gated = false;
+    p->fd = p->sqe.fd;
+    if (r < 0)
+        finish(p, r);
+    else
+        to_pool(p);
 }
 
 void Engine::on_event(int fd, std::uint32_t what) {

@@ -8,6 +8,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <climits>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -72,7 +73,10 @@ namespace ringo::uring::epoll {
 /// made off the loop's thread).
 struct Engine final : QueueEngine {
     // How an operation runs on its descriptor.
-    enum class Kind : unsigned char { unknown, socket, nonblocking, nowait, blocking };
+    // gated: a descriptor with readiness whose calls cannot be made without blocking (no
+    // RWF_NOWAIT: ttys and ptys, inotify, an eventfd's writes, a FIFO opened by its path): its
+    // reads and writes wait for readiness first, then run on the pool (gate).
+    enum class Kind : unsigned char { unknown, socket, nonblocking, nowait, blocking, gated };
     enum class State : unsigned char { free, held, reading, writing, polling, timer, pool, aio, done };
 
     struct Pending : Job {
@@ -107,6 +111,10 @@ struct Engine final : QueueEngine {
         // regular file) without looking again: -ESPIPE from the pool then means the number
         // names a stream now, and the operation starts over (take_pool_results).
         bool recheck = false;
+        // Waits for its descriptors' readiness before its call goes to the pool (gate): fd is
+        // the descriptor it waits on (a splice's or tee's input or output). On the pool, a
+        // splice or tee first made without waiting (splice_try).
+        bool gated = false;
         // What submit's fast path found when it tried a read at once (read_now), or a socket
         // call (missed: -EAGAIN), before the record was made: start does not try again.
         unsigned char first_try = 0; // an AtOnce
@@ -405,6 +413,11 @@ struct Engine final : QueueEngine {
     void ended_off_loop(Pending* p, int res);
 
     static int blocking_call(const io_uring_sqe& s, bool positional_only) noexcept;
+    // A splice or tee made first without waiting for a pipe (SPLICE_F_NONBLOCK), on the pool
+    // (a file's side may still block): what the kernel's call answers at once, or
+    // would_wait when it would wait for readiness (then it is gated, and made again).
+    static int splice_try(const io_uring_sqe& s) noexcept;
+    static constexpr int would_wait = INT_MIN;
 
     // ------------------------------------------------------------------ native AIO (aio.cpp)
 
@@ -538,6 +551,20 @@ struct Engine final : QueueEngine {
 
     bool retry(Pending* p);
     void wait_ready(Pending* p, State st, bool again);
+    // A call that blocks (no RWF_NOWAIT, or splice and tee) on descriptors that have
+    // readiness: it waits for the readiness it needs, then runs on the pool, as the kernel's
+    // request waits for its poll before an io-wq worker makes it. No pool thread is held while
+    // nothing is ready, so such waits never starve the pool.
+    struct Side {
+        int fd;
+        State st;
+    };
+    void gate(Pending* p);
+    int gate_check(const Pending* p, Side& wait) noexcept;
+    void gate_on(Pending* p, int r, Side wait);
+    static bool rw_call(std::uint8_t op) noexcept {
+        return op == opc::read || op == opc::write || op == opc::readv || op == opc::writev;
+    }
     void on_event(int fd, std::uint32_t what);
 
     // ------------------------------------------------------------------ starting an SQE (start.cpp; cancellation:
@@ -568,13 +595,13 @@ struct Engine final : QueueEngine {
     AtOnce read_at_once(Pending* p);
     AtOnce read_now(const io_uring_sqe& s, int& res);
 
-    // An open that cannot wait for anything but its path's lookup is first tried here with
-    // RESOLVE_CACHED (the path only from the dentry cache, else -EAGAIN), as io_uring first
-    // tries an open before it hands it to a worker: one asked with O_NONBLOCK (a FIFO's or a
-    // device's open then does not wait), O_PATH or O_DIRECTORY. Other opens (which may wait
-    // for a FIFO's other end or a device), those that create or truncate, an open the cache
-    // cannot resolve, and any error go to the pool, which makes the caller's own call. Kernels
-    // without RESOLVE_CACHED (before 5.12) are found out once per process.
+    // An open is first tried here as io_uring first tries it before it hands it to a worker:
+    // with RESOLVE_CACHED (the path only from the dentry cache, else -EAGAIN) and O_NONBLOCK
+    // (a FIFO's or a device's open does not wait for its other end; the descriptor leaves
+    // non-blocking mode again unless it was asked for; a FIFO opened for writing with no
+    // reader is -ENXIO, as io_uring answers). Opens that create or truncate, an open the
+    // cache cannot resolve, and any other error go to the pool, which makes the caller's own
+    // call. Kernels without RESOLVE_CACHED (before 5.12) are found out once per process.
     static inline std::atomic<int> cached_opens{0}; // 0: not known yet, 1: the kernel has them, -1: not
     bool open_at_once(Pending* p);
     static void probe_cached_opens() noexcept;

@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <mutex>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -17,7 +19,7 @@ void Engine::run_on_pool(Job* j) noexcept {
     auto* p = static_cast<Pending*>(j);
     const bool futex = p->sqe.opcode == opc::futex_wait;
     do
-        p->res = futex ? futex_wait_call(p) : blocking_call(p->sqe, p->recheck);
+        p->res = futex ? futex_wait_call(p) : p->gated ? splice_try(p->sqe) : blocking_call(p->sqe, p->recheck);
     while (p->res == -EINTR && !BlockingCalls::get().interrupted(p));
     if (futex)
         futex_done(p); // (no wake finds it from here on)
@@ -102,8 +104,13 @@ void Engine::take_pool_results_now() {
 
 // The result of a call made off the loop's thread (the pool, native AIO).
 void Engine::ended_off_loop(Pending* p, int res) {
-    if (p->cancelled && (res == -EINTR || (res == 0 && p->sqe.opcode == opc::futex_wait)))
+    if (p->cancelled &&
+        (res == -EINTR || res == would_wait || (res == 0 && p->sqe.opcode == opc::futex_wait)))
         res = -ECANCELED; // (interrupted: interrupt; a futex wait kicked by its cancel: futex_cancel)
+    if (res == would_wait) {
+        gate(p); // (a splice or tee that waits for its pipes: splice_try)
+        return;
+    }
     if (p->recheck && res == -ESPIPE && !p->cancelled) {
         // The descriptor is no longer the regular file it was (closed behind the
         // engine's back, its number reused by a pipe or socket): start over.
@@ -188,8 +195,7 @@ int Engine::blocking_call(const io_uring_sqe& s, bool positional_only) noexcept 
     case opc::splice:
     case opc::tee: {
         // fd_in, its offset (-1: none) in the address field, fd_out and its offset in off.
-        std::int32_t in;
-        std::memcpy(&in, reinterpret_cast<const char*>(&s) + 44, sizeof in);
+        const int in = compat::sqe_field::splice_fd_in(s);
         const unsigned flags = s.splice_flags & ~compat::splice_f_fd_in_fixed;
         if (s.opcode == opc::tee)
             return sys(::tee(in, fd, s.len, flags));
@@ -199,6 +205,32 @@ int Engine::blocking_call(const io_uring_sqe& s, bool positional_only) noexcept 
     }
     default: return -EOPNOTSUPP;
     }
+}
+
+int Engine::splice_try(const io_uring_sqe& s) noexcept {
+    io_uring_sqe now = s;
+    now.splice_flags |= SPLICE_F_NONBLOCK;
+    const int r = blocking_call(now, false);
+    if (r != -EAGAIN)
+        return r;
+    // The kernel's own call gives -EAGAIN too when the side it would wait for is in
+    // non-blocking mode, or, from pipe to pipe, either side is.
+    const int ends[2] = {compat::sqe_field::splice_fd_in(s), s.fd};
+    pollfd pf[2] = {{ends[0], POLLIN, 0}, {ends[1], POLLOUT, 0}};
+    (void)::poll(pf, 2, 0);
+    bool pipes = true, nonblocking = false;
+    for (int i = 0; i < 2; ++i) {
+        struct stat st;
+        pipes = pipes && ::fstat(ends[i], &st) == 0 && S_ISFIFO(st.st_mode);
+        const int fl = ::fcntl(ends[i], F_GETFL);
+        if (fl >= 0 && (fl & O_NONBLOCK) && pf[i].revents == 0)
+            nonblocking = true;
+    }
+    if (pipes)
+        for (int fd : ends)
+            if (const int fl = ::fcntl(fd, F_GETFL); fl >= 0 && (fl & O_NONBLOCK))
+                nonblocking = true;
+    return nonblocking ? -EAGAIN : would_wait;
 }
 
 } // namespace ringo::uring::epoll

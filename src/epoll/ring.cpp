@@ -112,6 +112,7 @@ Engine::Pending* Engine::make() {
     p->cancelled = false;
     p->connecting = false;
     p->recheck = false;
+    p->gated = false;
     p->first_try = 0;
     p->done_io = 0;
     p->drain_started = false;
@@ -288,7 +289,7 @@ int Engine::cancel(const io_uring_sqe& s, Pending* self) {
             const bool by_data =
                 (fl & compat::async_cancel_userdata) || !(fl & (compat::async_cancel_fd | compat::async_cancel_op));
             if ((fl & compat::async_cancel_any) ||
-                ((!(fl & compat::async_cancel_fd) || (p->fd == s.fd && p->sqe.opcode != opc::timeout)) &&
+                ((!(fl & compat::async_cancel_fd) || (p->sqe.fd == s.fd && p->sqe.opcode != opc::timeout)) &&
                  (!(fl & compat::async_cancel_op) || p->sqe.opcode == s.len) &&
                  (!by_data || p->sqe.user_data == s.addr)))
                 hit = p;

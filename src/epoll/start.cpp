@@ -80,9 +80,14 @@ bool Engine::open_at_once(Pending* p) {
         if (how.resolve & RESOLVE_CACHED)
             return false; // the caller's own: its -EAGAIN is the answer (the pool gives it)
     }
-    if ((how.flags & (O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY))) ||
-        !(how.flags & (O_NONBLOCK | O_PATH | O_DIRECTORY)))
-        return false;
+    if (how.flags & (O_CREAT | O_TRUNC | (O_TMPFILE & ~O_DIRECTORY)))
+        return false; // (as the kernel, which makes these on a worker)
+    // As io_uring's first try: with RESOLVE_CACHED, and in non-blocking mode (a FIFO opens
+    // without waiting for its other end), which the descriptor loses again unless asked for.
+    const std::uint64_t asked = how.flags;
+    const bool made_nonblocking = !(how.flags & (O_NONBLOCK | O_PATH));
+    if (made_nonblocking)
+        how.flags |= O_NONBLOCK;
     how.resolve |= RESOLVE_CACHED;
     const char* path = reinterpret_cast<const char*>(static_cast<std::uintptr_t>(s.addr));
     int r = sys(::syscall(SYS_openat2, s.fd, path, &how, sizeof how));
@@ -90,11 +95,19 @@ bool Engine::open_at_once(Pending* p) {
         // (-EPERM and -ENOSYS: also a seccomp profile that refuses openat2.)
         if ((r == -EINVAL || r == -ENOSYS || r == -EPERM) && cached_opens.load(std::memory_order_relaxed) == 0)
             probe_cached_opens();
+        if (r == -ENXIO && made_nonblocking) {
+            finish(p, r); // (a FIFO opened for writing with no reader: io_uring's answer too)
+            return true;
+        }
         return false; // (-EINVAL may also be the caller's flags: the pool answers)
     }
     cached_opens.store(1, std::memory_order_relaxed);
+    if (made_nonblocking) {
+        if (const int fl = ::fcntl(r, F_GETFL); fl >= 0)
+            (void)::fcntl(r, F_SETFL, fl & ~O_NONBLOCK);
+    }
     p->sqe.opcode = opc::openat; // (for made(): the flags are these, already read)
-    p->sqe.open_flags = static_cast<std::uint32_t>(how.flags);
+    p->sqe.open_flags = static_cast<std::uint32_t>(asked);
     finish(p, r);
     return true;
 }
@@ -357,7 +370,11 @@ void Engine::start(Pending* p) {
             finish(p, -EBADF); // no registered file table
             return;
         }
-        to_pool(p); // a file's side may block; a pipe's is served as it comes
+        // (Made on the pool, as io_uring makes it on a worker: a file's side may block. A
+        // pipe's or socket's side is waited for first; SPLICE_F_NONBLOCK's -EAGAIN is the
+        // caller's answer.)
+        p->gated = !(s.splice_flags & SPLICE_F_NONBLOCK); // (first made without waiting: splice_try)
+        to_pool(p);
         return;
     case opc::pipe: finish(p, pipe_now(s)); return;
     case opc::futex_wait: futex_wait(p); return;
@@ -468,6 +485,15 @@ void Engine::start(Pending* p) {
         to_pool(p);
         return;
     }
+    if (k == Kind::gated && rw_call(s.opcode)) {
+        if (s.rw_flags & RWF_NOWAIT)
+            finish(p, -EOPNOTSUPP); // (as the kernel answers for a file without it)
+        else if (s.rw_flags)
+            to_pool(p); // (the caller's flags: the pool's call answers what it lacks)
+        else
+            gate(p);
+        return;
+    }
     if (s.off != 0 && s.off != ~std::uint64_t{0} && k == Kind::socket && positional(s)) {
         finish(p, -ESPIPE); // (a socket takes no offset; io_uring lets 0 pass)
         return;
@@ -487,11 +513,16 @@ void Engine::start(Pending* p) {
         return;
     }
     if (r == -EOPNOTSUPP && k == Kind::nowait && s.opcode != opc::poll_add && !(s.rw_flags & RWF_NOWAIT)) {
-        // (With flags of the caller's, the refusal may be theirs: the pool's call, made
-        // with their flags alone, answers, and the descriptor keeps its kind.)
-        if (s.rw_flags == 0)
-            fd_state(s.fd).kind = Kind::blocking;
-        to_pool(p);
+        // The descriptor cannot be read or written without blocking: its calls wait for
+        // readiness, then go to the pool. (With flags of the caller's, the refusal may be
+        // theirs: the pool's call, made with their flags alone, answers, and the descriptor
+        // keeps its kind.)
+        if (s.rw_flags == 0 && rw_call(s.opcode)) {
+            fd_state(s.fd).kind = Kind::gated;
+            gate(p);
+        } else {
+            to_pool(p);
+        }
         return;
     }
     if (multishot(s) && goes_on(s, r, p->empty)) {
