@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -153,9 +154,11 @@ struct File {
 
 // Runs what `prep` prepares on a ring of each engine and gathers `want` CQEs (within
 // `limit`); checks that both engines gave the same CQEs in the same order (user_data,
-// result, flags), and returns the epoll engine's.
+// result, flags), and returns the epoll engine's. `by_user_data`: each engine's CQEs are
+// ordered by user_data first (where the kernel posts them from different contexts, and their
+// order is not part of the comparison).
 inline std::vector<Cqe> both_seq(const std::function<void(Ring&)>& prep, unsigned want,
-                                 std::chrono::nanoseconds limit = 1s) {
+                                 std::chrono::nanoseconds limit = 1s, bool by_user_data = false) {
     std::vector<Cqe> got[2];
     bool ran[2] = {false, false};
     for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
@@ -165,6 +168,9 @@ inline std::vector<Cqe> both_seq(const std::function<void(Ring&)>& prep, unsigne
         const int i = k == EngineKind::epoll;
         ran[i] = true;
         got[i] = run(*ring, prep, want, limit);
+        if (by_user_data)
+            std::stable_sort(got[i].begin(), got[i].end(),
+                             [](const Cqe& a, const Cqe& b) { return a.user_data < b.user_data; });
     }
     if (ran[0]) {
         EXPECT_EQ(got[0].size(), got[1].size());

@@ -1,7 +1,8 @@
 // Operations the epoll engine serves besides the common ones (pipe, madvise, the
-// extended-attribute calls, epoll_wait): each runs as raw SQEs on a ring of each engine and
+// extended-attribute calls, epoll_wait, futexes, link timeouts): each runs as raw SQEs on a ring of each engine and
 // gets the same answers, bad input included (engine_fidelity.hpp).
 #include <sys/epoll.h>
+#include <linux/time_types.h>
 #include <sys/xattr.h>
 
 #include "engine_fidelity.hpp"
@@ -351,4 +352,201 @@ TEST(EngineOps, FutexWaitsAcrossRingsAndThreads) {
         for (const Cqe& x : got)
             EXPECT_EQ(x.res, x.user_data == 1 ? -ECANCELED : 1) << x.user_data;
     }
+}
+
+namespace {
+
+// both_seq with each engine's CQEs ordered by user_data (the kernel posts a link timeout's CQE
+// and its operation's from different contexts).
+std::vector<Cqe> both_sorted(const std::function<void(Ring&)>& prep, unsigned want) {
+    return both_seq(prep, want, 2s, true);
+}
+
+// A recv (user_data 1) of `buf` on `fd` that waits, linked to what follows.
+io_uring_sqe* linked_recv(Ring& r, int fd, char (&buf)[8]) {
+    return next(r, 1, opc::recv, fd, addr_of(buf), sizeof buf, 0, compat::sqe_flag::io_link);
+}
+
+// The results of `cqes` by user_data 1, 2, ... (INT_MIN where none came).
+std::vector<int> results(const std::vector<Cqe>& cqes, unsigned n) {
+    std::vector<int> r(n, INT_MIN);
+    for (const Cqe& c : cqes)
+        if (c.user_data >= 1 && c.user_data <= n)
+            r[c.user_data - 1] = c.res;
+    return r;
+}
+
+// A link timeout (user_data `ud`) of `ts`, with the SQE flags `flags`.
+io_uring_sqe* link_timeout(Ring& r, std::uint64_t ud, const __kernel_timespec* ts, std::uint8_t flags = 0) {
+    return next(r, ud, opc::link_timeout, -1, addr_of(ts), 1, 0, flags);
+}
+
+} // namespace
+
+// IORING_OP_LINK_TIMEOUT: the SQE linked before it is cancelled when the deadline comes first
+// (-ECANCELED, the timeout -ETIME, what follows in the link -ECANCELED); an SQE that ends first
+// ends the timeout with -ECANCELED and the link goes on (or is cancelled when it broke), and so
+// does a cancel request of that SQE.
+TEST(EngineOps, LinkTimeout) {
+    static const __kernel_timespec short_ts{0, 20'000'000}, long_ts{5, 0};
+    constexpr auto link = compat::sqe_flag::io_link;
+    SocketPair sp;
+    char buf[8];
+    // A recv that waits: cancelled by the deadline; a nop after the timeout is cancelled too.
+    auto got = both_sorted(
+        [&](Ring& r) {
+            linked_recv(r, sp.sv[0], buf);
+            link_timeout(r, 2, &short_ts, link);
+            next(r, 3, opc::nop, -1, 0, 0, 0);
+        },
+        3);
+    EXPECT_EQ(results(got, 3), (std::vector<int>{-ECANCELED, -ETIME, -ECANCELED}));
+    // A linked timeout (the timer heap's own) bounded by a shorter link timeout.
+    got = both_sorted(
+        [&](Ring& r) {
+            next(r, 1, opc::timeout, -1, addr_of(&long_ts), 1, 0, link);
+            link_timeout(r, 2, &short_ts);
+        },
+        2);
+    EXPECT_EQ(results(got, 2), (std::vector<int>{-ECANCELED, -ETIME}));
+    // An SQE that ends at once: the timeout -ECANCELED, the SQE after it runs.
+    got = both_sorted(
+        [&](Ring& r) {
+            next(r, 1, opc::nop, -1, 0, 0, 0, link);
+            link_timeout(r, 2, &long_ts, link);
+            next(r, 3, opc::nop, -1, 0, 0, 0);
+        },
+        3);
+    EXPECT_EQ(results(got, 3), (std::vector<int>{0, -ECANCELED, 0}));
+    // A recv whose data comes before the deadline (written from another thread).
+    std::vector<std::thread> writers;
+    got = both_sorted(
+        [&](Ring& r) {
+            linked_recv(r, sp.sv[0], buf);
+            link_timeout(r, 2, &long_ts, link);
+            next(r, 3, opc::nop, -1, 0, 0, 0);
+            writers.emplace_back([&] {
+                std::this_thread::sleep_for(30ms);
+                EXPECT_EQ(::write(sp.sv[1], "hi", 2), 2);
+            });
+        },
+        3);
+    for (std::thread& w : writers)
+        w.join();
+    EXPECT_EQ(results(got, 3), (std::vector<int>{2, -ECANCELED, 0}));
+    // An SQE that fails: the timeout -ECANCELED with the rest of the link.
+    got = both_sorted(
+        [&](Ring& r) {
+            next(r, 1, opc::read, -1, addr_of(buf), sizeof buf, 0, link);
+            link_timeout(r, 2, &long_ts, link);
+            next(r, 3, opc::nop, -1, 0, 0, 0);
+        },
+        3);
+    EXPECT_EQ(results(got, 3), (std::vector<int>{-EBADF, -ECANCELED, -ECANCELED}));
+    // An operation ended by a cancel request: -ECANCELED, the timeout -ECANCELED. A cancel
+    // request does not find the link timeout itself (-ENOENT), nor does a timeout removal.
+    got = both_sorted(
+        [&](Ring& r) {
+            linked_recv(r, sp.sv[0], buf);
+            link_timeout(r, 2, &long_ts);
+            next(r, 3, opc::async_cancel, -1, 2, 0, 0);
+            next(r, 4, opc::timeout_remove, -1, 2, 0, 0);
+            next(r, 5, opc::async_cancel, -1, 1, 0, 0);
+        },
+        5);
+    EXPECT_EQ(results(got, 5), (std::vector<int>{-ECANCELED, -ECANCELED, -ENOENT, -ENOENT, 0}));
+}
+
+// The kernel's checks of a link timeout, made as it joins its link: a bad one ends the whole
+// link before anything in it starts (the timeout with its error, the others -ECANCELED).
+TEST(EngineOps, LinkTimeoutChecks) {
+    static const __kernel_timespec ts{1, 0}, negative{-1, 0};
+    constexpr auto link = compat::sqe_flag::io_link;
+    const auto linked_nop_then = [&](const std::function<void(Ring&)>& lt) {
+        return both_sorted(
+            [&](Ring& r) {
+                next(r, 1, opc::nop, -1, 0, 0, 0, link);
+                lt(r);
+            },
+            2);
+    };
+    using V = std::vector<int>;
+    // Alone (no SQE links to it), first of a link, and after another link timeout.
+    EXPECT_EQ(results(both_sorted([&](Ring& r) { link_timeout(r, 1, &ts); }, 1), 1), V{-EINVAL});
+    EXPECT_EQ(results(both_sorted(
+                          [&](Ring& r) {
+                              link_timeout(r, 1, &ts, link);
+                              next(r, 2, opc::nop, -1, 0, 0, 0);
+                          },
+                          2),
+                      2),
+              (V{-EINVAL, -ECANCELED}));
+    EXPECT_EQ(results(both_sorted(
+                          [&](Ring& r) {
+                              next(r, 1, opc::nop, -1, 0, 0, 0, link);
+                              link_timeout(r, 2, &ts, link);
+                              link_timeout(r, 3, &ts);
+                          },
+                          3),
+                      3),
+              (V{-ECANCELED, -ECANCELED, -EINVAL}));
+    // Its fields, flags and timespec.
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->len = 2; }), 2), (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->off = 1; }), 2), (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) {
+                          link_timeout(r, 2, &ts)->timeout_flags = compat::timeout_realtime | compat::timeout_boottime;
+                      }),
+                      2),
+              (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->timeout_flags = 1u << 12; }), 2),
+              (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &negative); }), 2), (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->splice_fd_in = 1; }), 2),
+              (V{-ECANCELED, -EINVAL}));
+    // (And a plain timeout's, which it shares: splice_fd_in set.)
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::timeout, -1, addr_of(&ts), 1, 0);
+                  s->splice_fd_in = 1;
+              }),
+              -EINVAL);
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) {
+                          link_timeout(r, 2, static_cast<const __kernel_timespec*>(unmapped_page()));
+                      }),
+                      2),
+              (V{-ECANCELED, -EFAULT}));
+    // An absolute deadline that has passed: the linked SQE that waits is cancelled.
+    SocketPair sp;
+    char buf[8];
+    static const __kernel_timespec past{0, 1};
+    EXPECT_EQ(results(both_sorted(
+                          [&](Ring& r) {
+                              linked_recv(r, sp.sv[0], buf);
+                              link_timeout(r, 2, &past)->timeout_flags = compat::timeout_abs;
+                          },
+                          2),
+                      2),
+              (V{-ECANCELED, -ETIME}));
+}
+
+// A link timeout's deadline moved by IORING_OP_TIMEOUT_REMOVE with IORING_TIMEOUT_UPDATE and
+// IORING_LINK_TIMEOUT_UPDATE: it then fires sooner (-ETIME, its operation -ECANCELED); one not
+// armed is -ENOENT, and so is a removal (IORING_LINK_TIMEOUT_UPDATE alone: its timespec is read
+// all the same).
+TEST(EngineOps, LinkTimeoutUpdate) {
+    static const __kernel_timespec long_ts{5, 0}, short_ts{0, 10'000'000};
+    constexpr std::uint32_t update = compat::timeout_update | compat::link_timeout_update;
+    SocketPair sp;
+    char buf[8];
+    auto got = both_sorted(
+        [&](Ring& r) {
+            linked_recv(r, sp.sv[0], buf);
+            link_timeout(r, 2, &long_ts);
+            next(r, 3, opc::timeout_remove, -1, 2, 0, 0)->timeout_flags = compat::link_timeout_update;
+            next(r, 4, opc::timeout_remove, -1, 2, 0, addr_of(&short_ts))->timeout_flags = update;
+            next(r, 5, opc::timeout_remove, -1, 99, 0, addr_of(&short_ts))->timeout_flags = update;
+            next(r, 6, opc::timeout_remove, -1, 2, 0, addr_of(&short_ts))->timeout_flags =
+                compat::link_timeout_update;
+        },
+        6);
+    EXPECT_EQ(results(got, 6), (std::vector<int>{-ECANCELED, -ETIME, -EFAULT, 0, -ENOENT, -ENOENT}));
 }

@@ -113,6 +113,13 @@ struct Engine final : QueueEngine {
         // A futex wait's own word, which a wake through an engine sets and wakes (futex.cpp).
         std::atomic<std::uint32_t> kick{0};
         std::atomic<bool> armed{false}; // ... and whether its pool thread may be in the kernel's queue
+        // A link timeout: the SQE before it in its link, which it times once armed (link_timeouts.cpp).
+        Pending* timed = nullptr;
+        // Refused when it was submitted (a link timeout's checks): its result is in res.
+        bool prep_failed = false;
+        // The first SQE of a link with an SQE refused at submission: the whole link ends
+        // without starting (fail_link).
+        bool link_failed = false;
     };
     // 32 bytes (a table indexed by descriptor number, looked at several times per operation).
     struct FdState {
@@ -375,6 +382,7 @@ struct Engine final : QueueEngine {
     void heap_push(Pending* p);
     void heap_remove(Pending* p) noexcept;
     static int read_timespec(std::uint64_t addr, __kernel_timespec& ts) noexcept;
+    static int timeout_checks(const io_uring_sqe& s, __kernel_timespec& ts) noexcept;
     static std::uint64_t ns_of(const __kernel_timespec& ts) noexcept;
     static std::uint64_t deadline_of(const __kernel_timespec& ts, std::uint32_t flags) noexcept;
     void fire_timers() {
@@ -597,6 +605,22 @@ struct Engine final : QueueEngine {
     bool local_fs(dev_t dev, int fd);
 
     void start(Pending* p);
+    // Starts an SQE of a link (its first, or the next after one ended): a link refused at
+    // submission ends here, and a link timeout after the SQE is armed before it starts.
+    void begin(Pending* p) {
+        if ((p->link_failed || (p->chain && p->chain->sqe.opcode == opc::link_timeout)) && link_timeout_start(p))
+            [[unlikely]]
+            return;
+        start(p);
+    }
+
+    // ------------------------------------------------------------------ link timeouts (link_timeouts.cpp)
+    void link_timeout_prep(Pending* t);
+    bool link_timeout_start(Pending* p);
+    void fail_link(Pending* head);
+    void link_timeout_fired(Pending* t);
+    Pending* link_timeout_ended(Pending* t, bool broke);
+    int link_timeout_update(const io_uring_sqe& s, const __kernel_timespec& ts);
 
     // ------------------------------------------------------------------ futexes (futex.cpp)
     static int futex_checks(const io_uring_sqe& s) noexcept;
@@ -623,7 +647,7 @@ struct Engine final : QueueEngine {
             return;
         link_head = link_tail = nullptr;
         if (drain_held == 0 && drains_running == 0 && !(head->sqe.flags & compat::sqe_flag::io_drain)) [[likely]] {
-            start(head);
+            begin(head);
             return;
         }
         start_or_hold(head);

@@ -36,6 +36,7 @@ inline constexpr Way ways[] = {
     {opc::timeout_remove, How::at_once},
     {opc::accept, How::readiness},
     {opc::async_cancel, How::at_once},
+    {opc::link_timeout, How::timer},
     {opc::connect, How::readiness},
     {opc::fallocate, How::thread_pool},
     {opc::openat, How::thread_pool},

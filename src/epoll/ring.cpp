@@ -118,6 +118,9 @@ Engine::Pending* Engine::make() {
     p->heap_index = static_cast<std::size_t>(-1);
     p->res = 0;
     p->cflags = 0;
+    p->timed = nullptr;
+    p->prep_failed = false;
+    p->link_failed = false;
     return p;
 }
 
@@ -181,11 +184,13 @@ void Engine::finish_link(Pending* p, Pending* next, int res) {
     const bool broke = next && !(p->sqe.flags & compat::sqe_flag::io_hardlink) && breaks_link(p, res);
     const bool quiet = p->sqe.flags & compat::sqe_flag::cqe_skip_success;
     release(p);
+    if (next && next->sqe.opcode == opc::link_timeout && next->state == State::timer)
+        next = link_timeout_ended(next, broke);
     if (next) {
         if (broke)
             cancel_chain(next, quiet);
         else
-            start(next);
+            begin(next);
     }
     if (drain_held != 0) // (links a drain holds)
         undrain();
@@ -281,7 +286,8 @@ int Engine::cancel(const io_uring_sqe& s, Pending* self) {
     for (;;) {
         Pending* hit = nullptr;
         for (Pending* p = all; p && !hit; p = p->all_next) {
-            if (p == self || p->state == State::held || p->state == State::free ||
+            // (A link timeout is not found by a cancel, as the kernel's is not: its SQE ends it.)
+            if (p == self || p->state == State::held || p->state == State::free || p->sqe.opcode == opc::link_timeout ||
                 ((p->state == State::pool || p->state == State::aio) && p->cancelled))
                 continue;
             // (What the flags name must all match; without FD or OP, the user_data.)
@@ -350,6 +356,8 @@ void Engine::submit(unsigned n) {
         p->sqe = s;
         p->first_try = static_cast<unsigned char>(first);
         p->state = State::held;
+        if (s.opcode == opc::link_timeout) [[unlikely]]
+            link_timeout_prep(p); // (checked as it joins its link, as the kernel checks it)
         const bool links = s.flags & (compat::sqe_flag::io_link | compat::sqe_flag::io_hardlink);
         if (link_tail) {
             link_tail->chain = p; // starts when its predecessor ends
@@ -386,7 +394,7 @@ void Engine::start_drained(Pending* head) {
         head->drain_started = true;
         ++drains_running;
     }
-    start(head);
+    begin(head);
 }
 
 // The records alive (made and not released), the runtime's own excepted: counted only
