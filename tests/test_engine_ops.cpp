@@ -550,3 +550,190 @@ TEST(EngineOps, LinkTimeoutUpdate) {
         6);
     EXPECT_EQ(results(got, 6), (std::vector<int>{-ECANCELED, -ETIME, -EFAULT, 0, -ENOENT, -ENOENT}));
 }
+
+namespace {
+// A connected TCP pair on 127.0.0.1 (c: the client's end, s: the server's).
+struct TcpPair {
+    ringo_test::Listener l;
+    int c = -1, s = -1;
+    TcpPair() {
+        c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        EXPECT_EQ(::connect(c, reinterpret_cast<const sockaddr*>(&l.addr), sizeof l.addr), 0);
+        s = ::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC);
+        EXPECT_GE(s, 0);
+    }
+    ~TcpPair() {
+        ::close(c);
+        ::close(s);
+    }
+};
+} // namespace
+
+namespace {
+
+// A send_zc (user_data 1) of `len` bytes at `buf` on `fd`, its zero-copy flags in ioprio.
+io_uring_sqe* send_zc(Ring& r, int fd, const void* buf, std::uint32_t len, std::uint16_t zc_flags = 0,
+                      std::uint8_t flags = 0) {
+    io_uring_sqe* s = next(r, 1, opc::send_zc, fd, addr_of(buf), len, 0, flags);
+    s->ioprio = zc_flags;
+    return s;
+}
+
+constexpr std::uint32_t more = compat::cqe_f_more, notif = compat::cqe_f_notif;
+
+// The CQEs of user_data 1 as (result, flags) pairs.
+std::vector<std::pair<int, std::uint32_t>> of_first(const std::vector<Cqe>& cqes) {
+    std::vector<std::pair<int, std::uint32_t>> r;
+    for (const Cqe& c : cqes)
+        if (c.user_data == 1)
+            r.emplace_back(c.res, c.flags);
+    return r;
+}
+
+using Pairs = std::vector<std::pair<int, std::uint32_t>>;
+
+} // namespace
+
+// IORING_OP_SEND_ZC and IORING_OP_SENDMSG_ZC: the result with IORING_CQE_F_MORE, then the
+// notification (IORING_CQE_F_NOTIF, its result IORING_NOTIF_USAGE_ZC_COPIED when the send asked
+// for a report: the bytes went over the loopback as copies), on TCP and UDP sockets; the probe
+// lists both opcodes.
+TEST(EngineOps, SendZc) {
+    {
+        auto ring = make_ring(EngineKind::epoll);
+        EXPECT_TRUE(ring->probe().supports(opc::send_zc));
+        EXPECT_TRUE(ring->probe().supports(opc::sendmsg_zc));
+    }
+    TcpPair tp;
+    char msg[] = "hello";
+    const int copied = static_cast<int>(compat::notif_usage_zc_copied);
+    EXPECT_EQ(of_first(both_seq([&](Ring& r) { send_zc(r, tp.c, msg, 5); }, 2)), (Pairs{{5, more}, {0, notif}}));
+    EXPECT_EQ(of_first(both_seq([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::send_zc_report_usage); }, 2)),
+              (Pairs{{5, more}, {copied, notif}}));
+    EXPECT_EQ(of_first(both_seq([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::poll_first); }, 2)),
+              (Pairs{{5, more}, {0, notif}}));
+    EXPECT_EQ(of_first(both_seq([&](Ring& r) { send_zc(r, tp.c, msg, 0); }, 2)), (Pairs{{0, more}, {0, notif}}));
+    // IORING_SEND_VECTORIZED: addr is an iovec array of len entries.
+    iovec parts[2] = {{msg, 2}, {msg + 2, 3}};
+    EXPECT_EQ(of_first(both_seq([&](Ring& r) { send_zc(r, tp.c, parts, 2, 1u << 5); }, 2)),
+              (Pairs{{5, more}, {0, notif}}));
+    iovec whole{msg, 5};
+    msghdr mh{};
+    mh.msg_iov = &whole;
+    mh.msg_iovlen = 1;
+    EXPECT_EQ(of_first(both_seq([&](Ring& r) { next(r, 1, opc::sendmsg_zc, tp.c, addr_of(&mh), 1, 0); }, 2)),
+              (Pairs{{5, more}, {0, notif}}));
+    // In a link: the next SQE starts after both CQEs; a failed send cancels it.
+    auto got = both_seq(
+        [&](Ring& r) {
+            send_zc(r, tp.c, msg, 5, 0, compat::sqe_flag::io_link);
+            next(r, 2, opc::nop, -1, 0, 0, 0);
+        },
+        3);
+    EXPECT_EQ(results(got, 2), (std::vector<int>{0, 0})); // (user_data 1's last CQE: the notification)
+    got = both_seq(
+        [&](Ring& r) {
+            send_zc(r, tp.c, unmapped_page(), 5, 0, compat::sqe_flag::io_link);
+            next(r, 2, opc::nop, -1, 0, 0, 0);
+        },
+        3);
+    EXPECT_EQ(of_first(got), (Pairs{{-EFAULT, more}, {0, notif}}));
+    EXPECT_EQ(results(got, 2)[1], -ECANCELED);
+    // Every byte came, from each engine's sends (5 sends of 5 bytes, one of 0).
+    std::string all;
+    char in[256];
+    const timeval patience{2, 0};
+    ASSERT_EQ(::setsockopt(tp.s, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience), 0);
+    while (all.size() < 2 * 30) {
+        const ssize_t n = ::recv(tp.s, in, sizeof in, 0);
+        ASSERT_GT(n, 0);
+        all.append(in, static_cast<std::size_t>(n));
+    }
+    EXPECT_EQ(all.substr(0, 10), "hellohello");
+    // UDP: to a destination (addr2 and addr_len), none, a bad length.
+    const int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_in to = tp.l.addr;
+    EXPECT_EQ(of_first(both_seq(
+                  [&](Ring& r) {
+                      io_uring_sqe* sqe = send_zc(r, u, msg, 5);
+                      sqe->addr2 = addr_of(&to);
+                      sqe->addr_len = sizeof to;
+                  },
+                  2)),
+              (Pairs{{5, more}, {0, notif}}));
+    ::close(u);
+}
+// The kernel's checks of a zero-copy send, each engine's CQEs compared: fields it wants zero and
+// IOSQE_CQE_SKIP_SUCCESS are refused alone; anything refused later has its notification too
+// (unknown flags, a registered buffer that is not there, what the descriptor is, a bad buffer or
+// msghdr, a UDP send without a destination), as does a send cancelled while it waits for room
+// and one that would wait with MSG_DONTWAIT.
+TEST(EngineOps, SendZcChecks) {
+    TcpPair tp;
+    SocketPair sp;
+    char msg[] = "hello";
+    int pfd[2];
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
+    const auto pairs = [&](const std::function<void(Ring&)>& prep) {
+        return of_first(both_seq(prep, 3, 50ms)); // (waits for a third CQE: none may come)
+    };
+    const auto alone = [](int res) { return Pairs{{res, 0}}; };
+    const auto with_notif = [](int res) { return Pairs{{res, more}, {0, notif}}; };
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5)->addr3 = 1; }), alone(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) {
+                  io_uring_sqe* s = send_zc(r, tp.c, msg, 5);
+                  std::memset(reinterpret_cast<unsigned char*>(s) + 56, 1, 8); // (the pad after addr3)
+              }),
+              alone(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 0, compat::sqe_flag::cqe_skip_success); }),
+              alone(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 0, compat::sqe_flag::buffer_select); }),
+              alone(-EOPNOTSUPP));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::bundle); }), with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::recv_multishot); }),
+              with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 1u << 6); }), with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::fixed_buf); }), with_notif(-EFAULT));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, sp.sv[0], msg, 5); }), with_notif(-EOPNOTSUPP)); // (a unix socket)
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, pfd[1], msg, 5); }), with_notif(-ENOTSOCK));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, 999, msg, 5); }), with_notif(-EBADF));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, unmapped_page(), 5); }), with_notif(-EFAULT));
+    iovec whole{msg, 5};
+    msghdr mh{};
+    mh.msg_iov = &whole;
+    mh.msg_iovlen = 1;
+    EXPECT_EQ(pairs([&](Ring& r) { next(r, 1, opc::sendmsg_zc, tp.c, addr_of(&mh), 1, 8); }), with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { next(r, 1, opc::sendmsg_zc, tp.c, addr_of(&mh), 1, 0)->file_index = 3; }),
+              with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { next(r, 1, opc::sendmsg_zc, sp.sv[0], addr_of(&mh), 1, 0); }),
+              with_notif(-EOPNOTSUPP));
+    EXPECT_EQ(pairs([&](Ring& r) { next(r, 1, opc::sendmsg_zc, tp.c, addr_of(unmapped_page()), 1, 0); }),
+              with_notif(-EFAULT));
+    const int u = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, u, msg, 5); }), with_notif(-EDESTADDRREQ));
+    ::close(u);
+    ::close(pfd[0]);
+    ::close(pfd[1]);
+    // A socket with no room: a send that waits is cancelled (the cancel's 0 first), one with
+    // MSG_DONTWAIT is -EAGAIN.
+    std::vector<char> junk(1 << 20);
+    const auto fill = [&] { // (down to single bytes: no room is left at all)
+        for (std::size_t n = junk.size(); n > 0; n /= 2)
+            while (::send(tp.c, junk.data(), n, MSG_DONTWAIT) > 0) {
+            }
+    };
+    auto got = both_sorted(
+        [&](Ring& r) {
+            fill();
+            send_zc(r, tp.c, msg, 5);
+            next(r, 2, opc::async_cancel, -1, 1, 0, 0);
+        },
+        3);
+    EXPECT_EQ(results(got, 2)[1], 0);
+    EXPECT_EQ(of_first(got), with_notif(-ECANCELED));
+    EXPECT_EQ(pairs([&](Ring& r) {
+                  fill();
+                  send_zc(r, tp.c, msg, 5)->msg_flags = MSG_DONTWAIT;
+              }),
+              with_notif(-EAGAIN));
+}

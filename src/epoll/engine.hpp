@@ -58,7 +58,9 @@ namespace ringo::uring::epoll {
 ///     epoll_wait's timeout; async_cancel and poll_remove;
 ///   - provided-buffer rings: recv with buffer selection, single or multishot, takes the
 ///     ring's buffers as the kernel does (register_buf_ring);
-///   - everything else (registered files and buffers, bundles, zero-copy send, msg_ring, uring_cmd, futex, splice, ...)
+///   - link timeouts (link_timeouts.cpp), zero-copy sends (zero_copy.cpp: a send followed by
+///     its notification), futex waits and wakes (futex.cpp);
+///   - everything else (registered files and buffers, bundles, msg_ring, uring_cmd, ...)
 ///   is absent from its
 ///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
 ///     on an older kernel; an SQE that asks for one of them anyway completes with
@@ -120,6 +122,10 @@ struct Engine final : QueueEngine {
         // The first SQE of a link with an SQE refused at submission: the whole link ends
         // without starting (fail_link).
         bool link_failed = false;
+        // A zero-copy send (zero_copy.cpp): its result has IORING_CQE_F_MORE and is followed by
+        // its notification (IORING_CQE_F_NOTIF), which reports a copy when it was asked to.
+        bool notif = false;
+        bool notif_report = false;
     };
     // 32 bytes (a table indexed by descriptor number, looked at several times per operation).
     struct FdState {
@@ -293,6 +299,13 @@ struct Engine final : QueueEngine {
     void note_owner(int fd, bool owned);
 
     void finish(Pending* p, int res);
+    // A zero-copy send's two CQEs: its result, then its notification (the engine copied the
+    // bytes: the caller's buffer is free once the call returned).
+    void post_zc(const Pending* p, int res) {
+        post(p->sqe.user_data, res, compat::cqe_f_more);
+        post(p->sqe.user_data, p->notif_report ? static_cast<int>(compat::notif_usage_zc_copied) : 0,
+             compat::cqe_f_notif);
+    }
     [[gnu::noinline]] void finish_link(Pending* p, Pending* next, int res);
     static std::uint32_t vector_length(const io_uring_sqe& s) noexcept;
     static bool breaks_link(const Pending* p, int res) noexcept;
@@ -613,6 +626,9 @@ struct Engine final : QueueEngine {
             return;
         start(p);
     }
+
+    // ------------------------------------------------------------------ zero-copy sends (zero_copy.cpp)
+    int zc_prepare(Pending* p);
 
     // ------------------------------------------------------------------ link timeouts (link_timeouts.cpp)
     void link_timeout_prep(Pending* t);

@@ -61,6 +61,8 @@ inline constexpr Way ways[] = {
     {opc::listen, How::at_once},
     {opc::splice, How::thread_pool},
     {opc::tee, How::thread_pool},
+    {opc::send_zc, How::readiness},
+    {opc::sendmsg_zc, How::readiness},
     {opc::madvise, How::thread_pool},
     {opc::fsetxattr, How::thread_pool},
     {opc::setxattr, How::thread_pool},

@@ -121,6 +121,8 @@ Engine::Pending* Engine::make() {
     p->timed = nullptr;
     p->prep_failed = false;
     p->link_failed = false;
+    p->notif = false;
+    p->notif_report = false;
     return p;
 }
 
@@ -164,7 +166,9 @@ void Engine::finish(Pending* p, int res) {
         counted.erase(std::remove(counted.begin(), counted.end(), p), counted.end());
     made(p->sqe, res);
     Pending* next = p->chain;
-    if (!(p->sqe.flags & compat::sqe_flag::cqe_skip_success)) [[likely]] {
+    if (p->notif) [[unlikely]] {
+        post_zc(p, res); // (IOSQE_CQE_SKIP_SUCCESS: refused at its start, as the kernel refuses it)
+    } else if (!(p->sqe.flags & compat::sqe_flag::cqe_skip_success)) [[likely]] {
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
     } else if (res < 0 || breaks_link(p, res)) {
         // IOSQE_CQE_SKIP_SUCCESS: a result that fails the link is posted (and the rest of

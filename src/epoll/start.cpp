@@ -330,6 +330,13 @@ void Engine::start(Pending* p) {
             }
         }
         break;
+    case opc::send_zc:
+    case opc::sendmsg_zc:
+        if (const int r = zc_prepare(p); r < 0) {
+            finish(p, r);
+            return;
+        }
+        break; // (a send or sendmsg now, by readiness; its notification follows its result)
     case opc::accept:
         if (s.file_index) {
             finish(p, -EOPNOTSUPP);
