@@ -737,3 +737,188 @@ TEST(EngineOps, SendZcChecks) {
               }),
               with_notif(-EAGAIN));
 }
+
+namespace {
+
+// A child that exits with `status` after `delay` (or is killed by `sig` when nonzero).
+pid_t child(std::chrono::milliseconds delay, int status) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::usleep(static_cast<useconds_t>(delay.count() * 1000));
+        ::_exit(status);
+    }
+    EXPECT_GT(pid, 0);
+    return pid;
+}
+
+// A waitid SQE (user_data `ud`): id type, id, options and the caller's siginfo_t.
+io_uring_sqe* waitid_sqe(Ring& r, std::uint64_t ud, int which, int id, int options, siginfo_t* info) {
+    io_uring_sqe* s = next(r, ud, opc::waitid, id, 0, static_cast<std::uint32_t>(which), addr_of(info));
+    s->file_index = static_cast<std::uint32_t>(options);
+    return s;
+}
+
+// What io_uring writes of a siginfo_t, and the bytes it leaves (filled with 0x5a before).
+struct Written {
+    int signo, err, code, pid, uid, status;
+    int gap; // (the padding after si_code: untouched)
+    bool operator==(const Written&) const = default;
+};
+Written written(const siginfo_t& si, pid_t pid) {
+    int gap;
+    std::memcpy(&gap, reinterpret_cast<const char*>(&si) + 12, sizeof gap);
+    return {si.si_signo, si.si_errno, si.si_code, si.si_pid == pid ? 1 : si.si_pid, static_cast<int>(si.si_uid),
+            si.si_status, gap};
+}
+
+} // namespace
+
+// IORING_OP_WAITID: a child that exited already, one that exits later (by pid, by pidfd, any
+// child), one killed by a signal, WNOHANG with a child still running: the same results (0, not a
+// pid) and the same siginfo fields written on both engines (the child's pid compared as "its
+// pid"); each engine forks its own children.
+TEST(EngineOps, Waitid) {
+    struct Case {
+        const char* what;
+        std::function<pid_t()> spawn;
+        int which, options;
+        bool by_pidfd = false;
+    };
+    const auto at_once = [] { return child(0ms, 3); };
+    const auto later = [] { return child(50ms, 4); };
+    const Case cases[] = {
+        {"exited", at_once, P_PID, WEXITED},
+        {"exits later", later, P_PID, WEXITED},
+        {"any child", later, P_ALL, WEXITED},
+        {"by pidfd", later, P_PIDFD, WEXITED, true},
+        {"killed",
+         [] {
+             const pid_t pid = child(10s, 0);
+             ::kill(pid, SIGKILL);
+             return pid;
+         },
+         P_PID, WEXITED},
+        {"nohang, running", [] { return child(100ms, 5); }, P_PID, WEXITED | WNOHANG},
+        {"nowait", at_once, P_PID, WEXITED | WNOWAIT},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        std::optional<std::pair<int, Written>> seen[2];
+        for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+            auto ring = make_ring(k);
+            if (!ring)
+                continue;
+            if (c.what == cases[0].what && k == EngineKind::epoll)
+                EXPECT_TRUE(ring->probe().supports(opc::waitid));
+            const pid_t pid = c.spawn();
+            if (std::string(c.what) == "exited")
+                ::usleep(20'000); // (it has exited)
+            const int pidfd = c.by_pidfd ? static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)) : -1;
+            siginfo_t si;
+            std::memset(&si, 0x5a, sizeof si);
+            auto got = run(
+                *ring,
+                [&](Ring& r) {
+                    waitid_sqe(r, 1, c.which, c.which == P_PIDFD ? pidfd : c.which == P_ALL ? 0 : pid, c.options, &si);
+                },
+                1, 3s);
+            EXPECT_EQ(got.size(), 1u) << name_of(k);
+            if (!got.empty())
+                seen[k == EngineKind::epoll] = std::make_pair(got[0].res, written(si, pid));
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+            if (pidfd >= 0)
+                ::close(pidfd);
+        }
+        ASSERT_TRUE(seen[1]);
+        EXPECT_EQ(seen[1]->first, 0);
+        if (seen[0]) {
+            EXPECT_EQ(seen[0]->first, seen[1]->first);
+            const Written& a = seen[0]->second;
+            const Written& b = seen[1]->second;
+            EXPECT_EQ(a, b) << "io_uring: " << a.signo << ' ' << a.err << ' ' << a.code << ' ' << a.pid << ' ' << a.uid
+                            << ' ' << a.status << ' ' << a.gap << "; epoll: " << b.signo << ' ' << b.err << ' ' << b.code
+                            << ' ' << b.pid << ' ' << b.uid << ' ' << b.status << ' ' << b.gap;
+        }
+    }
+}
+
+// The kernel's checks of a waitid SQE and of its arguments: fields it wants zero, an id type,
+// options and ids it does not take, no such child, a siginfo it cannot write (the child is
+// reaped all the same). A wait cancelled: -ECANCELED.
+TEST(EngineOps, WaitidChecks) {
+    siginfo_t si{};
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, 0, 8, P_ALL, addr_of(&si)); // addr set
+                  s->file_index = WEXITED;
+              }),
+              -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, 0, 0, P_ALL, addr_of(&si));
+                  s->file_index = WEXITED;
+                  s->rw_flags = 1; // waitid_flags
+              }),
+              -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, 0, 0, 9, addr_of(&si)); // no such id type
+                  s->file_index = WEXITED;
+              }),
+              -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::waitid, 0, 0, P_ALL, addr_of(&si)); }), -EINVAL); // no WEXITED...
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, 0, 0, P_ALL, addr_of(&si));
+                  s->file_index = WEXITED | 0x100; // an unknown option
+              }),
+              -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, -3, 0, P_PID, addr_of(&si));
+                  s->file_index = WEXITED;
+              }),
+              -EINVAL);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, ::getpid(), 0, P_PID, addr_of(&si)); // not a child
+                  s->file_index = WEXITED;
+              }),
+              -ECHILD);
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, 999, 0, P_PIDFD, addr_of(&si)); // not a descriptor
+                  s->file_index = WEXITED;
+              }),
+              -EBADF);
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        SCOPED_TRACE(name_of(k));
+        // A siginfo it cannot write: -EFAULT, and the child is reaped.
+        const pid_t pid = child(0ms, 1);
+        ::usleep(20'000);
+        auto got = run(
+            *ring,
+            [&](Ring& r) {
+                waitid_sqe(r, 1, P_PID, pid, WEXITED, static_cast<siginfo_t*>(unmapped_page()));
+            },
+            1);
+        ASSERT_EQ(got.size(), 1u);
+        EXPECT_EQ(got[0].res, -EFAULT);
+        EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1);
+        EXPECT_EQ(errno, ECHILD);
+        // A wait cancelled: -ECANCELED, and the child still there to be waited for.
+        const pid_t runs = child(10s, 0);
+        got = run(
+            *ring,
+            [&](Ring& r) {
+                waitid_sqe(r, 1, P_PID, runs, WEXITED, &si);
+                r.submit(0, false);
+                std::this_thread::sleep_for(20ms);
+                next(r, 2, opc::async_cancel, -1, 1, 0, 0);
+            },
+            2);
+        ::kill(runs, SIGKILL);
+        std::sort(got.begin(), got.end(), [](const Cqe& a, const Cqe& b) { return a.user_data < b.user_data; });
+        ASSERT_EQ(got.size(), 2u);
+        EXPECT_EQ(got[0].res, -ECANCELED);
+        EXPECT_EQ(got[1].res, 1) << "the cancel's result";
+        EXPECT_EQ(::waitpid(runs, nullptr, 0), runs);
+    }
+}

@@ -59,7 +59,8 @@ namespace ringo::uring::epoll {
 ///   - provided-buffer rings: recv with buffer selection, single or multishot, takes the
 ///     ring's buffers as the kernel does (register_buf_ring);
 ///   - link timeouts (link_timeouts.cpp), zero-copy sends (zero_copy.cpp: a send followed by
-///     its notification), futex waits and wakes (futex.cpp);
+///     its notification), waitid (waitid.cpp: at once, else on the pool), futex waits and
+///     wakes (futex.cpp);
 ///   - everything else (registered files and buffers, bundles, msg_ring, uring_cmd, ...)
 ///   is absent from its
 ///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
@@ -626,6 +627,10 @@ struct Engine final : QueueEngine {
             return;
         start(p);
     }
+
+    // ------------------------------------------------------------------ waitid (waitid.cpp)
+    void waitid_start(Pending* p);
+    static int waitid_call(const io_uring_sqe& s) noexcept;
 
     // ------------------------------------------------------------------ zero-copy sends (zero_copy.cpp)
     int zc_prepare(Pending* p);

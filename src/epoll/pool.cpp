@@ -197,6 +197,7 @@ int Engine::blocking_call(const io_uring_sqe& s, bool positional_only) noexcept 
         return sys(::splice(in, s.addr == ~std::uint64_t{0} ? nullptr : &oin, fd,
                             s.off == ~std::uint64_t{0} ? nullptr : &oout, s.len, flags));
     }
+    case opc::waitid: return waitid_call(s);
     default: return -EOPNOTSUPP;
     }
 }

@@ -268,7 +268,8 @@ int Engine::cancel_one(Pending* p) {
             return futex_cancel(p); // (withdrawn at once, as the kernel's futex request is)
         p->cancelled = true;
         interrupt(p);
-        return -EALREADY;
+        // (A waitid is withdrawn as the kernel withdraws its wait: the cancel reports 1.)
+        return p->sqe.opcode == opc::waitid ? 1 : -EALREADY;
     case State::aio: p->cancelled = true; return -EALREADY;
     default: return -ENOENT;
     }

@@ -361,6 +361,7 @@ void Engine::start(Pending* p) {
         to_pool(p); // a file's side may block; a pipe's is served as it comes
         return;
     case opc::pipe: finish(p, pipe_now(s)); return;
+    case opc::waitid: waitid_start(p); return;
     case opc::futex_wait: futex_wait(p); return;
     case opc::futex_wake: finish(p, futex_wake(s)); return;
     case opc::madvise:
