@@ -2,7 +2,9 @@
 // extended-attribute calls, epoll_wait, futexes, link timeouts): each runs as raw SQEs on a ring of each engine and
 // gets the same answers, bad input included (engine_fidelity.hpp).
 #include <sys/epoll.h>
+#include <linux/futex.h>
 #include <linux/time_types.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 
 #include "engine_fidelity.hpp"
@@ -921,4 +923,137 @@ TEST(EngineOps, WaitidChecks) {
         EXPECT_EQ(got[1].res, 1) << "the cancel's result";
         EXPECT_EQ(::waitpid(runs, nullptr, 0), runs);
     }
+}
+
+namespace {
+
+// A futex_waitv SQE (user_data `ud`) on `n` entries at `v`.
+io_uring_sqe* waitv_sqe(Ring& r, std::uint64_t ud, const futex_waitv* v, std::uint32_t n) {
+    return next(r, ud, opc::futex_waitv, 0, addr_of(v), n, 0);
+}
+
+// An entry of a futex_waitv on the 32-bit private word `word`, expected to hold `val`.
+futex_waitv entry(const std::uint32_t* word, std::uint64_t val) {
+    futex_waitv e{};
+    e.val = val;
+    e.uaddr = addr_of(word);
+    e.flags = compat::futex2::size_u32 | compat::futex2::private_;
+    return e;
+}
+
+} // namespace
+
+// IORING_OP_FUTEX_WAITV: a wait on several words, woken through the ring by a futex_wake of one
+// of them (its index is the result, the wake's count 1), or by a plain thread's futex(2) wake
+// after it changed the word; a word that does not hold its value is -EAGAIN at once; a
+// cancelled wait -ECANCELED (the cancel reports 1).
+TEST(EngineOps, FutexWaitv) {
+    alignas(4) static std::uint32_t words[3] = {0, 0, 0};
+    futex_waitv v[3] = {entry(&words[0], 0), entry(&words[1], 0), entry(&words[2], 0)};
+    const auto by_user_data = [](std::vector<Cqe> c) {
+        std::sort(c.begin(), c.end(), [](const Cqe& a, const Cqe& b) { return a.user_data < b.user_data; });
+        return results(c, 2);
+    };
+    for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+        auto ring = make_ring(k);
+        if (!ring)
+            continue;
+        SCOPED_TRACE(name_of(k));
+        if (!ring->probe().supports(opc::futex_waitv)) {
+            EXPECT_EQ(k, EngineKind::io_uring);
+            continue; // (a kernel before 6.7)
+        }
+        words[0] = words[1] = words[2] = 0;
+        // Woken through the ring: the wake of word 2, in the same submission.
+        auto got = run(
+            *ring,
+            [&](Ring& r) {
+                waitv_sqe(r, 1, v, 3);
+                io_uring_sqe* s = r.get_sqe();
+                prep_futex(s, opc::futex_wake, &words[2], 1);
+                s->user_data = 2;
+            },
+            2, 3s);
+        EXPECT_EQ(by_user_data(got), (std::vector<int>{2, 1}));
+        // Woken by a plain thread that changes word 1 and wakes it.
+        std::thread waker([&] {
+            std::this_thread::sleep_for(30ms);
+            __atomic_store_n(&words[1], 1u, __ATOMIC_SEQ_CST);
+            ::syscall(SYS_futex, &words[1], FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+        });
+        got = run(*ring, [&](Ring& r) { waitv_sqe(r, 1, v, 3); }, 1, 3s);
+        waker.join();
+        EXPECT_EQ(results(got, 1), (std::vector<int>{1}));
+        // Word 1 no longer holds 0: -EAGAIN at once.
+        got = run(*ring, [&](Ring& r) { waitv_sqe(r, 1, v, 3); }, 1, 3s);
+        EXPECT_EQ(results(got, 1), (std::vector<int>{-EAGAIN}));
+        words[1] = 0;
+        // Cancelled while it waits.
+        got = run(
+            *ring,
+            [&](Ring& r) {
+                waitv_sqe(r, 1, v, 3);
+                (void)r.submit(0, false);
+                std::this_thread::sleep_for(20ms);
+                next(r, 2, opc::async_cancel, -1, 1, 0, 0);
+            },
+            2, 3s);
+        EXPECT_EQ(by_user_data(got), (std::vector<int>{-ECANCELED, 1}));
+        // 128 words, the most (the epoll engine has no room for its own word then: a wake
+        // interrupts its call), woken at the last, from another thread's wake through a ring.
+        alignas(4) static std::uint32_t many[128] = {};
+        static futex_waitv all[128];
+        for (std::size_t i = 0; i < 128; ++i)
+            all[i] = entry(&many[i], 0);
+        std::thread other([&] {
+            std::this_thread::sleep_for(30ms);
+            auto wr = make_ring(k);
+            auto woke = run(*wr, [&](Ring& r) {
+                io_uring_sqe* s = r.get_sqe();
+                prep_futex(s, opc::futex_wake, &many[127], 1);
+                s->user_data = 7;
+            }, 1, 3s);
+            EXPECT_EQ(results(woke, 7).back(), 1);
+        });
+        got = run(*ring, [&](Ring& r) { waitv_sqe(r, 1, all, 128); }, 1, 3s);
+        other.join();
+        EXPECT_EQ(results(got, 1), (std::vector<int>{127}));
+    }
+}
+
+// The kernel's checks of a futex_waitv: fields it wants zero, 1 to 128 words, the array read
+// (-EFAULT), each word's flags (a 32-bit word), reserved field and value, then its address.
+TEST(EngineOps, FutexWaitvChecks) {
+    alignas(4) static std::uint32_t word = 0;
+    futex_waitv v[129];
+    for (futex_waitv& e : v)
+        e = entry(&word, 0);
+    const auto waitv = [&](const std::function<void(io_uring_sqe*)>& more, std::uint32_t n = 1) {
+        return both([&](io_uring_sqe* s) {
+            prep(s, opc::futex_waitv, 0, addr_of(v), n, 0);
+            more(s);
+        });
+    };
+    EXPECT_EQ(waitv([](io_uring_sqe* s) { s->fd = 1; }), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe* s) { s->off = 1; }), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe* s) { s->rw_flags = 1; }), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe* s) { s->addr3 = 1; }), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe* s) { s->buf_index = 1; }), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe*) {}, 0), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe*) {}, 129), -EINVAL);
+    EXPECT_EQ(waitv([](io_uring_sqe* s) { s->addr = addr_of(unmapped_page()); }), -EFAULT);
+    const auto with_entry = [&](const std::function<void(futex_waitv&)>& bad) {
+        futex_waitv saved = v[1];
+        bad(v[1]);
+        const int r = waitv([](io_uring_sqe*) {}, 2);
+        v[1] = saved;
+        return r;
+    };
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.flags = compat::futex2::private_; }), -EINVAL); // an 8-bit word
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.flags |= 0x1000; }), -EINVAL);
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.__reserved = 1; }), -EINVAL);
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.val = 1ull << 32; }), -EINVAL);
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.uaddr += 1; }), -EINVAL);
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.uaddr = addr_of(unmapped_page()); }), -EFAULT);
+    EXPECT_EQ(with_entry([](futex_waitv& e) { e.val = 7; }), -EAGAIN);
 }

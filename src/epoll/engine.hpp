@@ -59,8 +59,8 @@ namespace ringo::uring::epoll {
 ///   - provided-buffer rings: recv with buffer selection, single or multishot, takes the
 ///     ring's buffers as the kernel does (register_buf_ring);
 ///   - link timeouts (link_timeouts.cpp), zero-copy sends (zero_copy.cpp: a send followed by
-///     its notification), waitid (waitid.cpp: at once, else on the pool), futex waits and
-///     wakes (futex.cpp);
+///     its notification), waitid (waitid.cpp: at once, else on the pool), futex waits (of one
+///     word or several) and wakes (futex.cpp);
 ///   - everything else (registered files and buffers, bundles, msg_ring, uring_cmd, ...)
 ///   is absent from its
 ///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
@@ -115,6 +115,16 @@ struct Engine final : QueueEngine {
         unsigned char first_try = 0; // an AtOnce
         // A futex wait's own word, which a wake through an engine sets and wakes (futex.cpp).
         std::atomic<std::uint32_t> kick{0};
+        // A futex_waitv's words, copied at its start as the kernel copies them (the layout of
+        // struct futex_waitv); kept from use to use of the record. Its kick tells which one a
+        // wake through an engine woke in done_io (futex_waitv_cancelled: a cancel).
+        struct FutexWord {
+            std::uint64_t val;
+            std::uint64_t uaddr;
+            std::uint32_t flags;
+            std::uint32_t reserved;
+        };
+        std::vector<FutexWord> words;
         std::atomic<bool> armed{false}; // ... and whether its pool thread may be in the kernel's queue
         // A link timeout: the SQE before it in its link, which it times once armed (link_timeouts.cpp).
         Pending* timed = nullptr;
@@ -651,6 +661,10 @@ struct Engine final : QueueEngine {
     static bool futex_kick(Pending* p) noexcept;
     static int futex_wake(const io_uring_sqe& s) noexcept;
     static int futex_cancel(Pending* p) noexcept;
+    void futex_waitv_start(Pending* p);
+    void futex_queue(Pending* p);
+    static int futex_waitv_call(Pending* p) noexcept;
+    static bool is_futex_wait(std::uint8_t op) noexcept { return op == opc::futex_wait || op == opc::futex_waitv; }
     int pipe_now(const io_uring_sqe& s);
     void finish_or_pool(Pending* p, int checked);
 

@@ -72,6 +72,7 @@ inline constexpr Way ways[] = {
     {opc::pipe, How::at_once},
     {opc::futex_wait, How::thread_pool},
     {opc::futex_wake, How::at_once},
+    {opc::futex_waitv, How::thread_pool},
     {opc::waitid, How::thread_pool},
 };
 // clang-format on

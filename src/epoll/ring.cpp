@@ -62,7 +62,7 @@ Engine::~Engine() {
     // interrupted, again every 10 ms until they ended.
     for (Pending* p = all; p; p = p->all_next)
         if (p->state == State::pool && !p->cancelled) {
-            if (p->sqe.opcode == opc::futex_wait && futex_cancel(p) > 0)
+            if (is_futex_wait(p->sqe.opcode) && futex_cancel(p) > 0)
                 continue;
             p->cancelled = true;
             interrupt(p);
@@ -264,7 +264,7 @@ int Engine::cancel_one(Pending* p) {
         finish(p, -ECANCELED);
         return 0;
     case State::pool:
-        if (p->sqe.opcode == opc::futex_wait)
+        if (is_futex_wait(p->sqe.opcode))
             return futex_cancel(p); // (withdrawn at once, as the kernel's futex request is)
         p->cancelled = true;
         interrupt(p);

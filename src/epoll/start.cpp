@@ -364,6 +364,7 @@ void Engine::start(Pending* p) {
     case opc::waitid: waitid_start(p); return;
     case opc::futex_wait: futex_wait(p); return;
     case opc::futex_wake: finish(p, futex_wake(s)); return;
+    case opc::futex_waitv: futex_waitv_start(p); return;
     case opc::madvise:
         // (As the kernel checks it; the length is in off, or in len when off is 0.)
         finish_or_pool(p, s.buf_index || compat::sqe_field::splice_fd_in(s) ? -EINVAL : 0);
