@@ -1,9 +1,9 @@
 // Operations the epoll engine serves besides the common ones (pipe, madvise, the
 // extended-attribute calls, epoll_wait, futexes, link timeouts): each runs as raw SQEs on a ring of each engine and
 // gets the same answers, bad input included (engine_fidelity.hpp).
-#include <sys/epoll.h>
 #include <linux/futex.h>
 #include <linux/time_types.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 
@@ -493,8 +493,10 @@ TEST(EngineOps, LinkTimeoutChecks) {
                       3),
               (V{-ECANCELED, -ECANCELED, -EINVAL}));
     // Its fields, flags and timespec.
-    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->len = 2; }), 2), (V{-ECANCELED, -EINVAL}));
-    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->off = 1; }), 2), (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->len = 2; }), 2),
+              (V{-ECANCELED, -EINVAL}));
+    EXPECT_EQ(results(linked_nop_then([&](Ring& r) { link_timeout(r, 2, &ts)->off = 1; }), 2),
+              (V{-ECANCELED, -EINVAL}));
     EXPECT_EQ(results(linked_nop_then([&](Ring& r) {
                           link_timeout(r, 2, &ts)->timeout_flags = compat::timeout_realtime | compat::timeout_boottime;
                       }),
@@ -511,9 +513,8 @@ TEST(EngineOps, LinkTimeoutChecks) {
                   s->splice_fd_in = 1;
               }),
               -EINVAL);
-    EXPECT_EQ(results(linked_nop_then([&](Ring& r) {
-                          link_timeout(r, 2, static_cast<const __kernel_timespec*>(unmapped_page()));
-                      }),
+    EXPECT_EQ(results(linked_nop_then(
+                          [&](Ring& r) { link_timeout(r, 2, static_cast<const __kernel_timespec*>(unmapped_page())); }),
                       2),
               (V{-ECANCELED, -EFAULT}));
     // An absolute deadline that has passed: the linked SQE that waits is cancelled.
@@ -546,8 +547,7 @@ TEST(EngineOps, LinkTimeoutUpdate) {
             next(r, 3, opc::timeout_remove, -1, 2, 0, 0)->timeout_flags = compat::link_timeout_update;
             next(r, 4, opc::timeout_remove, -1, 2, 0, addr_of(&short_ts))->timeout_flags = update;
             next(r, 5, opc::timeout_remove, -1, 99, 0, addr_of(&short_ts))->timeout_flags = update;
-            next(r, 6, opc::timeout_remove, -1, 2, 0, addr_of(&short_ts))->timeout_flags =
-                compat::link_timeout_update;
+            next(r, 6, opc::timeout_remove, -1, 2, 0, addr_of(&short_ts))->timeout_flags = compat::link_timeout_update;
         },
         6);
     EXPECT_EQ(results(got, 6), (std::vector<int>{-ECANCELED, -ETIME, -EFAULT, 0, -ENOENT, -ENOENT}));
@@ -687,13 +687,11 @@ TEST(EngineOps, SendZcChecks) {
                   std::memset(reinterpret_cast<unsigned char*>(s) + 56, 1, 8); // (the pad after addr3)
               }),
               alone(-EINVAL));
-    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 0, compat::sqe_flag::cqe_skip_success); }),
-              alone(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 0, compat::sqe_flag::cqe_skip_success); }), alone(-EINVAL));
     EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 0, compat::sqe_flag::buffer_select); }),
               alone(-EOPNOTSUPP));
     EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::bundle); }), with_notif(-EINVAL));
-    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::recv_multishot); }),
-              with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::recv_multishot); }), with_notif(-EINVAL));
     EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, 1u << 6); }), with_notif(-EINVAL));
     EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, tp.c, msg, 5, compat::recvsend::fixed_buf); }), with_notif(-EFAULT));
     EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, sp.sv[0], msg, 5); }), with_notif(-EOPNOTSUPP)); // (a unix socket)
@@ -769,7 +767,7 @@ struct Written {
 Written written(const siginfo_t& si, pid_t pid) {
     int gap;
     std::memcpy(&gap, reinterpret_cast<const char*>(&si) + 12, sizeof gap);
-    return {si.si_signo, si.si_errno, si.si_code, si.si_pid == pid ? 1 : si.si_pid, static_cast<int>(si.si_uid),
+    return {si.si_signo,  si.si_errno, si.si_code, si.si_pid == pid ? 1 : si.si_pid, static_cast<int>(si.si_uid),
             si.si_status, gap};
 }
 
@@ -839,8 +837,8 @@ TEST(EngineOps, Waitid) {
             const Written& a = seen[0]->second;
             const Written& b = seen[1]->second;
             EXPECT_EQ(a, b) << "io_uring: " << a.signo << ' ' << a.err << ' ' << a.code << ' ' << a.pid << ' ' << a.uid
-                            << ' ' << a.status << ' ' << a.gap << "; epoll: " << b.signo << ' ' << b.err << ' ' << b.code
-                            << ' ' << b.pid << ' ' << b.uid << ' ' << b.status << ' ' << b.gap;
+                            << ' ' << a.status << ' ' << a.gap << "; epoll: " << b.signo << ' ' << b.err << ' '
+                            << b.code << ' ' << b.pid << ' ' << b.uid << ' ' << b.status << ' ' << b.gap;
         }
     }
 }
@@ -866,7 +864,8 @@ TEST(EngineOps, WaitidChecks) {
                   s->file_index = WEXITED;
               }),
               -EINVAL);
-    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::waitid, 0, 0, P_ALL, addr_of(&si)); }), -EINVAL); // no WEXITED...
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep(s, opc::waitid, 0, 0, P_ALL, addr_of(&si)); }),
+              -EINVAL); // no WEXITED...
     EXPECT_EQ(both([&](io_uring_sqe* s) {
                   prep(s, opc::waitid, 0, 0, P_ALL, addr_of(&si));
                   s->file_index = WEXITED | 0x100; // an unknown option
@@ -896,10 +895,7 @@ TEST(EngineOps, WaitidChecks) {
         const pid_t pid = child(0ms, 1);
         ::usleep(20'000);
         auto got = run(
-            *ring,
-            [&](Ring& r) {
-                waitid_sqe(r, 1, P_PID, pid, WEXITED, static_cast<siginfo_t*>(unmapped_page()));
-            },
+            *ring, [&](Ring& r) { waitid_sqe(r, 1, P_PID, pid, WEXITED, static_cast<siginfo_t*>(unmapped_page())); },
             1);
         ASSERT_EQ(got.size(), 1u);
         EXPECT_EQ(got[0].res, -EFAULT);
@@ -981,11 +977,13 @@ TEST(EngineOps, FutexWaitv) {
             __atomic_store_n(&words[1], 1u, __ATOMIC_SEQ_CST);
             ::syscall(SYS_futex, &words[1], FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
         });
-        got = run(*ring, [&](Ring& r) { waitv_sqe(r, 1, v, 3); }, 1, 3s);
+        got = run(
+            *ring, [&](Ring& r) { waitv_sqe(r, 1, v, 3); }, 1, 3s);
         waker.join();
         EXPECT_EQ(results(got, 1), (std::vector<int>{1}));
         // Word 1 no longer holds 0: -EAGAIN at once.
-        got = run(*ring, [&](Ring& r) { waitv_sqe(r, 1, v, 3); }, 1, 3s);
+        got = run(
+            *ring, [&](Ring& r) { waitv_sqe(r, 1, v, 3); }, 1, 3s);
         EXPECT_EQ(results(got, 1), (std::vector<int>{-EAGAIN}));
         words[1] = 0;
         // Cancelled while it waits.
@@ -1008,14 +1006,18 @@ TEST(EngineOps, FutexWaitv) {
         std::thread other([&] {
             std::this_thread::sleep_for(30ms);
             auto wr = make_ring(k);
-            auto woke = run(*wr, [&](Ring& r) {
-                io_uring_sqe* s = r.get_sqe();
-                prep_futex(s, opc::futex_wake, &many[127], 1);
-                s->user_data = 7;
-            }, 1, 3s);
+            auto woke = run(
+                *wr,
+                [&](Ring& r) {
+                    io_uring_sqe* s = r.get_sqe();
+                    prep_futex(s, opc::futex_wake, &many[127], 1);
+                    s->user_data = 7;
+                },
+                1, 3s);
             EXPECT_EQ(results(woke, 7).back(), 1);
         });
-        got = run(*ring, [&](Ring& r) { waitv_sqe(r, 1, all, 128); }, 1, 3s);
+        got = run(
+            *ring, [&](Ring& r) { waitv_sqe(r, 1, all, 128); }, 1, 3s);
         other.join();
         EXPECT_EQ(results(got, 1), (std::vector<int>{127}));
     }

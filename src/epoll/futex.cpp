@@ -262,8 +262,7 @@ int Engine::futex_cancel(Pending* p) noexcept {
 // (-EAGAIN when one does not hold it); then in the table and on the pool, as a futex wait.
 void Engine::futex_waitv_start(Pending* p) {
     const io_uring_sqe& s = p->sqe;
-    if (s.fd || s.buf_index || s.file_index || s.off || s.rw_flags || s.addr3 || s.len == 0 ||
-        s.len > waitv_max) {
+    if (s.fd || s.buf_index || s.file_index || s.off || s.rw_flags || s.addr3 || s.len == 0 || s.len > waitv_max) {
         finish(p, -EINVAL);
         return;
     }

@@ -62,9 +62,10 @@ void Engine::fail_link(Pending* head) {
         undrain();
 }
 
-// The SQE before armed link timeout `t` ended (finish_link; `broke`: its result cancels the rest of the link): the timeout leaves the heap. What follows in the link:
-// the timeout itself when the rest is cancelled (its -ECANCELED with the others'), else what
-// came after it, the timeout ended with -ECANCELED.
+// The SQE before armed link timeout `t` ended (finish_link; `broke`: its result cancels the
+// rest of the link): the timeout leaves the heap. What follows in the link: the timeout itself
+// when the rest is cancelled (its -ECANCELED with the others'), else what came after it, the
+// timeout ended with -ECANCELED.
 Engine::Pending* Engine::link_timeout_ended(Pending* t, bool broke) {
     heap_remove(t);
     t->state = State::held;

@@ -17,9 +17,9 @@ void Engine::run_on_pool(Job* j) noexcept {
     auto* p = static_cast<Pending*>(j);
     const bool futex = is_futex_wait(p->sqe.opcode);
     do
-        p->res = !futex                          ? blocking_call(p->sqe, p->recheck)
+        p->res = !futex                             ? blocking_call(p->sqe, p->recheck)
                  : p->sqe.opcode == opc::futex_wait ? futex_wait_call(p)
-                                                   : futex_waitv_call(p);
+                                                    : futex_waitv_call(p);
     while (p->res == -EINTR && !BlockingCalls::get().interrupted(p));
     if (futex)
         futex_done(p); // (no wake finds it from here on)
