@@ -457,6 +457,19 @@ TEST(EngineOps, LinkTimeout) {
         },
         5);
     EXPECT_EQ(results(got, 5), (std::vector<int>{-ECANCELED, -ECANCELED, -ENOENT, -ENOENT, 0}));
+    // A futex wait (withdrawn at once by a cancel, which reports 1): the timeout's result is
+    // what that cancel answered.
+    alignas(4) static std::uint32_t word = 0;
+    got = both_sorted(
+        [&](Ring& r) {
+            io_uring_sqe* s =
+                next(r, 1, opc::futex_wait, static_cast<int>(compat::futex2::size_u32 | compat::futex2::private_),
+                     addr_of(&word), 0, 0, link);
+            s->addr3 = compat::futex2::bitset_match_any;
+            link_timeout(r, 2, &short_ts);
+        },
+        2);
+    EXPECT_EQ(results(got, 2), (std::vector<int>{-ECANCELED, 1}));
 }
 
 // The kernel's checks of a link timeout, made as it joins its link: a bad one ends the whole
@@ -808,8 +821,9 @@ TEST(EngineOps, Waitid) {
             auto ring = make_ring(k);
             if (!ring)
                 continue;
-            if (c.what == cases[0].what && k == EngineKind::epoll)
+            if (c.what == cases[0].what && k == EngineKind::epoll) {
                 EXPECT_TRUE(ring->probe().supports(opc::waitid));
+            }
             const pid_t pid = c.spawn();
             if (std::string(c.what) == "exited")
                 ::usleep(20'000); // (it has exited)
