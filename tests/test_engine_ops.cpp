@@ -744,6 +744,19 @@ TEST(EngineOps, SendZcChecks) {
         3);
     EXPECT_EQ(results(got, 2)[1], 0);
     EXPECT_EQ(of_first(got), with_notif(-ECANCELED));
+    // ... and so by its opcode (not by a send's).
+    got = both_sorted(
+        [&](Ring& r) {
+            fill();
+            send_zc(r, tp.c, msg, 5);
+            next(r, 2, opc::async_cancel, tp.c, 0, opc::send, 0)->cancel_flags =
+                compat::async_cancel_fd | compat::async_cancel_op;
+            next(r, 3, opc::async_cancel, tp.c, 0, opc::send_zc, 0)->cancel_flags =
+                compat::async_cancel_fd | compat::async_cancel_op;
+        },
+        4);
+    EXPECT_EQ(of_first(got), with_notif(-ECANCELED));
+    EXPECT_EQ(results(got, 3), (std::vector<int>{0, -ENOENT, 0})); // (user_data 1's last: its notification)
     EXPECT_EQ(pairs([&](Ring& r) {
                   fill();
                   send_zc(r, tp.c, msg, 5)->msg_flags = MSG_DONTWAIT;

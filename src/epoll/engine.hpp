@@ -137,6 +137,7 @@ struct Engine final : QueueEngine {
         // its notification (IORING_CQE_F_NOTIF), which reports a copy when it was asked to.
         bool notif = false;
         bool notif_report = false;
+        std::uint8_t zc_opcode = 0; // (its own opcode: the SQE's is a send's or sendmsg's now)
     };
     // 32 bytes (a table indexed by descriptor number, looked at several times per operation).
     struct FdState {

@@ -300,7 +300,7 @@ int Engine::cancel(const io_uring_sqe& s, Pending* self) {
                 (fl & compat::async_cancel_userdata) || !(fl & (compat::async_cancel_fd | compat::async_cancel_op));
             if ((fl & compat::async_cancel_any) ||
                 ((!(fl & compat::async_cancel_fd) || (p->fd == s.fd && p->sqe.opcode != opc::timeout)) &&
-                 (!(fl & compat::async_cancel_op) || p->sqe.opcode == s.len) &&
+                 (!(fl & compat::async_cancel_op) || (p->notif ? p->zc_opcode : p->sqe.opcode) == s.len) &&
                  (!by_data || p->sqe.user_data == s.addr)))
                 hit = p;
         }

@@ -49,6 +49,7 @@ int Engine::zc_prepare(Pending* p) {
     if (s.addr3 || pad || (s.flags & compat::sqe_flag::cqe_skip_success))
         return -EINVAL;
     p->notif = true;
+    p->zc_opcode = s.opcode; // (what a cancel by opcode matches)
     p->notif_report = s.ioprio & rs::send_zc_report_usage;
     if (s.ioprio & ~(rs::poll_first | rs::fixed_buf | rs::send_zc_report_usage | send_vectorized))
         return -EINVAL;
