@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -133,6 +134,8 @@ inline void* unmapped_page() {
 inline std::uint64_t addr_of(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
 inline void prep(io_uring_sqe* s, std::uint8_t op, int fd, std::uint64_t addr, std::uint32_t len, std::uint64_t off) {
+    if (!s)
+        throw std::runtime_error("the submission queue is full");
     std::memset(s, 0, sizeof *s);
     s->opcode = op;
     s->fd = fd;
@@ -154,9 +157,11 @@ struct File {
 
 // Runs what `prep` prepares on a ring of each engine and gathers `want` CQEs (within
 // `limit`); checks that both engines gave the same CQEs in the same order (user_data,
-// result, flags), and returns the epoll engine's.
+// result, flags), and returns the epoll engine's. `by_user_data`: each engine's CQEs are
+// ordered by user_data first (where the kernel posts them from different contexts, and their
+// order is not part of the comparison).
 inline std::vector<Cqe> both_seq(const std::function<void(Ring&)>& prep, unsigned want,
-                                 std::chrono::nanoseconds limit = 1s) {
+                                 std::chrono::nanoseconds limit = 1s, bool by_user_data = false) {
     std::vector<Cqe> got[2];
     bool ran[2] = {false, false};
     for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
@@ -166,6 +171,9 @@ inline std::vector<Cqe> both_seq(const std::function<void(Ring&)>& prep, unsigne
         const int i = k == EngineKind::epoll;
         ran[i] = true;
         got[i] = run(*ring, prep, want, limit);
+        if (by_user_data)
+            std::stable_sort(got[i].begin(), got[i].end(),
+                             [](const Cqe& a, const Cqe& b) { return a.user_data < b.user_data; });
     }
     if (ran[0]) {
         EXPECT_EQ(got[0].size(), got[1].size());
@@ -181,8 +189,6 @@ inline std::vector<Cqe> both_seq(const std::function<void(Ring&)>& prep, unsigne
 inline io_uring_sqe* next(Ring& r, std::uint64_t ud, std::uint8_t op, int fd, std::uint64_t addr, std::uint32_t len,
                           std::uint64_t off, std::uint8_t flags = 0) {
     io_uring_sqe* s = r.get_sqe();
-    if (!s)
-        throw std::runtime_error("the submission queue is full");
     prep(s, op, fd, addr, len, off);
     s->user_data = ud;
     s->flags = flags;

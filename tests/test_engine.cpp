@@ -380,7 +380,7 @@ TEST(EpollEngine, WhatItDoesNotHaveIsEopnotsupp) {
     EXPECT_FALSE(rt.supports(ringo::uring::compat::opcode::read_fixed));
     Pair p;
     auto [absent, fixed] = rt.block_on([](int) -> Task<std::pair<int, int>> {
-        int t = co_await op::futex_waitv(nullptr, 1); // absent from the probe: not submitted
+        int t = co_await op::msg_ring(op::FileRef(-1), 1, 2); // absent from the probe: not submitted
         char b[4];
         int f = co_await op::read(op::Fixed{0}, b, sizeof b, 0);
         co_return std::pair{t, f};

@@ -60,7 +60,6 @@ struct Counter {
 };
 
 TEST(SendZc, SendsAndReleasesOnNotification) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     Counter c;
@@ -86,7 +85,7 @@ TEST(SendZc, SendsAndReleasesOnNotification) {
 // bytes are queued) but the kernel keeps the pages until the receiver reads and the data is
 // acknowledged. The tracker stays busy, and the callback does not run, all that time.
 TEST(SendZc, BufferIsNotReleasedBeforeTheNotification) {
-    RINGO_IO_URING_ONLY("zero-copy send");
+    RINGO_IO_URING_ONLY("a buffer lent until its bytes are acknowledged (the epoll engine copies them)");
     Runtime rt;
     TcpPair tcp(0, 65536); // a fixed (not auto-tuned) receive buffer on the server side
     int big = 8 << 20;
@@ -137,7 +136,6 @@ TEST(SendZc, BufferIsNotReleasedBeforeTheNotification) {
 }
 
 TEST(SendZc, ManySendsOneTracker) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     Counter c;
@@ -154,7 +152,6 @@ TEST(SendZc, ManySendsOneTracker) {
 }
 
 TEST(SendZc, SendtoZcUdp) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     UdpSocket rx, tx;
     op::ZcTracker t;
@@ -171,7 +168,6 @@ TEST(SendZc, SendtoZcUdp) {
 }
 
 TEST(SendZc, SendmsgZc) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     UdpSocket rx, tx;
     op::ZcTracker t;
@@ -194,7 +190,7 @@ TEST(SendZc, SendmsgZc) {
 }
 
 TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
-    RINGO_IO_URING_ONLY("zero-copy send");
+    RINGO_IO_URING_ONLY("registered files");
     Runtime rt;
     UdpSocket rx, tx;
     ringo::op::FileTable files(rt);
@@ -231,7 +227,7 @@ TEST(SendZc, SendtoZcAndSendmsgZcOnFixedFiles) {
 }
 
 TEST(SendZc, FixedBufferAndFixedFile) {
-    RINGO_IO_URING_ONLY("zero-copy send");
+    RINGO_IO_URING_ONLY("registered files and buffers");
     Runtime rt;
     TcpPair tcp;
     alignas(4096) static char mem[4096];
@@ -259,7 +255,6 @@ TEST(SendZc, FixedBufferAndFixedFile) {
 }
 
 TEST(SendZc, BadInput) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TempDir dir;
     Fd file(::open(dir.file("f").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
@@ -279,7 +274,6 @@ TEST(SendZc, BadInput) {
 }
 
 TEST(SendZc, TrackerDestroyedWhileBusyStillReleases) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Runtime rt;
     TcpPair tcp;
     Counter c;
@@ -299,7 +293,6 @@ TEST(SendZc, TrackerDestroyedWhileBusyStillReleases) {
 }
 
 TEST(SendZc, RuntimeDestructorWaitsForTheNotification) {
-    RINGO_IO_URING_ONLY("zero-copy send");
     Counter c;
     std::string data(2048, 'w');
     TcpPair tcp;

@@ -80,7 +80,6 @@ TEST(TimeoutOp, UpdateShortensTheTimeout) {
 
 TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
     RINGO_FIFO_ONLY("the two tasks must prepare their SQEs one right after the other");
-    RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     run([&]() -> Task<void> {
         char c;
@@ -95,7 +94,6 @@ TEST(TimeoutOp, LinkTimeoutCancelsASlowOperation) {
 
 TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
     RINGO_FIFO_ONLY("the two tasks must prepare their SQEs one right after the other");
-    RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     ASSERT_EQ(::write(p.w, "q", 1), 1);
     run([&]() -> Task<void> {
@@ -112,7 +110,6 @@ TEST(TimeoutOp, LinkTimeoutIsCancelledWhenTheOperationFinishesFirst) {
 
 TEST(TimeoutOp, LinkTimeoutUpdate) {
     RINGO_FIFO_ONLY("the two tasks must prepare their SQEs one right after the other");
-    RINGO_IO_URING_ONLY("link timeouts");
     Pipe p;
     run([&]() -> Task<void> {
         char c;
@@ -128,7 +125,6 @@ TEST(TimeoutOp, LinkTimeoutUpdate) {
 }
 
 TEST(TimeoutOp, LinkTimeoutWithoutALinkIsInvalid) {
-    RINGO_IO_URING_ONLY("link timeouts");
     run([]() -> Task<void> { EXPECT_EQ(co_await op::link_timeout(1ms), -EINVAL); });
 }
 

@@ -190,8 +190,9 @@ TEST(Options, AFallBackToEpollNamesTheOptionsNotInForce) {
     }
     Runtime plain{RuntimeOptions{}.fail_setup_for_testing(EPERM)};
     EXPECT_EQ(plain.engine_reason().find("not in force"), std::string::npos) << plain.engine_reason();
-    if (!ringo_test::on_epoll())
+    if (!ringo_test::on_epoll()) {
         EXPECT_NE(plain.engine_reason().find("seccomp"), std::string::npos) << plain.engine_reason();
+    }
 }
 
 TEST(Options, SqpollRuntimeWorks) {

@@ -59,7 +59,10 @@ namespace ringo::uring::epoll {
 ///     epoll_wait's timeout; async_cancel and poll_remove;
 ///   - provided-buffer rings: recv with buffer selection, single or multishot, takes the
 ///     ring's buffers as the kernel does (register_buf_ring);
-///   - everything else (registered files and buffers, bundles, zero-copy send, msg_ring, uring_cmd, futex, splice, ...)
+///   - link timeouts (link_timeouts.cpp), zero-copy sends (zero_copy.cpp: a send followed by
+///     its notification), waitid (waitid.cpp: at once, else on the pool), futex waits (of one
+///     word or several) and wakes (futex.cpp);
+///   - everything else (registered files and buffers, bundles, msg_ring, uring_cmd, ...)
 ///   is absent from its
 ///     probe, so ringo's operations complete with -EOPNOTSUPP or take the fallback they take
 ///     on an older kernel; an SQE that asks for one of them anyway completes with
@@ -120,7 +123,29 @@ struct Engine final : QueueEngine {
         unsigned char first_try = 0; // an AtOnce
         // A futex wait's own word, which a wake through an engine sets and wakes (futex.cpp).
         std::atomic<std::uint32_t> kick{0};
+        // A futex_waitv's words, copied at its start as the kernel copies them (the layout of
+        // struct futex_waitv); kept from use to use of the record. Its kick tells which one a
+        // wake through an engine woke in done_io (futex_waitv_cancelled: a cancel).
+        struct FutexWord {
+            std::uint64_t val;
+            std::uint64_t uaddr;
+            std::uint32_t flags;
+            std::uint32_t reserved;
+        };
+        std::vector<FutexWord> words;
         std::atomic<bool> armed{false}; // ... and whether its pool thread may be in the kernel's queue
+        // A link timeout: the SQE before it in its link, which it times once armed (link_timeouts.cpp).
+        Pending* timed = nullptr;
+        // Refused when it was submitted (a link timeout's checks): its result is in res.
+        bool prep_failed = false;
+        // The first SQE of a link with an SQE refused at submission: the whole link ends
+        // without starting (fail_link).
+        bool link_failed = false;
+        // A zero-copy send (zero_copy.cpp): its result has IORING_CQE_F_MORE and is followed by
+        // its notification (IORING_CQE_F_NOTIF), which reports a copy when it was asked to.
+        bool notif = false;
+        bool notif_report = false;
+        std::uint8_t zc_opcode = 0; // (its own opcode: the SQE's is a send's or sendmsg's now)
     };
     // 32 bytes (a table indexed by descriptor number, looked at several times per operation).
     struct FdState {
@@ -294,6 +319,13 @@ struct Engine final : QueueEngine {
     void note_owner(int fd, bool owned);
 
     void finish(Pending* p, int res);
+    // A zero-copy send's two CQEs: its result, then its notification (the engine copied the
+    // bytes: the caller's buffer is free once the call returned).
+    void post_zc(const Pending* p, int res) {
+        post(p->sqe.user_data, res, compat::cqe_f_more);
+        post(p->sqe.user_data, p->notif_report ? static_cast<int>(compat::notif_usage_zc_copied) : 0,
+             compat::cqe_f_notif);
+    }
     [[gnu::noinline]] void finish_link(Pending* p, Pending* next, int res);
     static std::uint32_t vector_length(const io_uring_sqe& s) noexcept;
     static bool breaks_link(const Pending* p, int res) noexcept;
@@ -383,6 +415,7 @@ struct Engine final : QueueEngine {
     void heap_push(Pending* p);
     void heap_remove(Pending* p) noexcept;
     static int read_timespec(std::uint64_t addr, __kernel_timespec& ts) noexcept;
+    static int timeout_checks(const io_uring_sqe& s, __kernel_timespec& ts) noexcept;
     static std::uint64_t ns_of(const __kernel_timespec& ts) noexcept;
     static std::uint64_t deadline_of(const __kernel_timespec& ts, std::uint32_t flags) noexcept;
     void fire_timers() {
@@ -624,6 +657,29 @@ struct Engine final : QueueEngine {
     bool local_fs(dev_t dev, int fd);
 
     void start(Pending* p);
+    // Starts an SQE of a link (its first, or the next after one ended): a link refused at
+    // submission ends here, and a link timeout after the SQE is armed before it starts.
+    void begin(Pending* p) {
+        if ((p->link_failed || (p->chain && p->chain->sqe.opcode == opc::link_timeout)) && link_timeout_start(p))
+            [[unlikely]]
+            return;
+        start(p);
+    }
+
+    // ------------------------------------------------------------------ waitid (waitid.cpp)
+    void waitid_start(Pending* p);
+    static int waitid_call(const io_uring_sqe& s) noexcept;
+
+    // ------------------------------------------------------------------ zero-copy sends (zero_copy.cpp)
+    int zc_prepare(Pending* p);
+
+    // ------------------------------------------------------------------ link timeouts (link_timeouts.cpp)
+    void link_timeout_prep(Pending* t);
+    bool link_timeout_start(Pending* p);
+    void fail_link(Pending* head);
+    void link_timeout_fired(Pending* t);
+    Pending* link_timeout_ended(Pending* t, bool broke);
+    int link_timeout_update(const io_uring_sqe& s, const __kernel_timespec& ts);
 
     // ------------------------------------------------------------------ futexes (futex.cpp)
     static int futex_checks(const io_uring_sqe& s) noexcept;
@@ -633,6 +689,10 @@ struct Engine final : QueueEngine {
     static bool futex_kick(Pending* p) noexcept;
     static int futex_wake(const io_uring_sqe& s) noexcept;
     static int futex_cancel(Pending* p) noexcept;
+    void futex_waitv_start(Pending* p);
+    void futex_queue(Pending* p);
+    static int futex_waitv_call(Pending* p) noexcept;
+    static bool is_futex_wait(std::uint8_t op) noexcept { return op == opc::futex_wait || op == opc::futex_waitv; }
     int pipe_now(const io_uring_sqe& s);
     void finish_or_pool(Pending* p, int checked);
 
@@ -650,7 +710,7 @@ struct Engine final : QueueEngine {
             return;
         link_head = link_tail = nullptr;
         if (drain_held == 0 && drains_running == 0 && !(head->sqe.flags & compat::sqe_flag::io_drain)) [[likely]] {
-            start(head);
+            begin(head);
             return;
         }
         start_or_hold(head);

@@ -7,6 +7,7 @@
 // kernel is not lost), then the plain threads with futex(2). The caller's word changed since
 // the wait's start also ends it with 0: its waker changed it before waking (the protocol of
 // futex words), and the kernel's request, armed at once, would have seen that wake.
+// A futex_waitv waits so on each of its words (its result: the index of the word woken).
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -52,6 +53,22 @@ long sys_futex(const void* addr, int op, std::uint32_t val, std::uint32_t val3) 
     return ::syscall(SYS_futex, addr, op, val, nullptr, nullptr, val3);
 }
 
+// A futex_waitv's words at most (FUTEX_WAITV_MAX): one of fewer waits on its kick word too; one
+// of this many is interrupted by a kick, and looks at it every 10 ms.
+constexpr std::size_t waitv_max = 128;
+// What a futex_waitv's done_io says once it was kicked by a cancel (else: the word woken).
+constexpr std::uint32_t futex_waitv_cancelled = ~std::uint32_t{0};
+
+// The first of futex_waitv `w`'s words that is the word at `addr` (private or shared as `priv`
+// says), or their count.
+std::size_t waitv_index(const Engine::Pending& w, std::uint64_t addr, bool priv) noexcept {
+    std::size_t i = 0;
+    for (; i < w.words.size(); ++i)
+        if (w.words[i].uaddr == addr && ((w.words[i].flags & f2::private_) != 0) == priv)
+            break;
+    return i;
+}
+
 } // namespace
 
 // The checks the kernel makes of a futex SQE before anything else (io_uring's futex prep):
@@ -87,6 +104,12 @@ void Engine::futex_wait(Pending* p) {
         finish(p, -EAGAIN);
         return;
     }
+    futex_queue(p);
+}
+
+// A wait that passed its checks: in the table (where a wake through any engine finds it from
+// now on), then on the pool.
+void Engine::futex_queue(Pending* p) {
     p->kick.store(0, std::memory_order_relaxed);
     FutexTable& t = table();
     {
@@ -161,7 +184,8 @@ void Engine::futex_done(Pending* p) noexcept {
 bool Engine::futex_kick(Pending* p) noexcept {
     if (p->kick.exchange(1, std::memory_order_acq_rel) != 0)
         return false;
-    if (static_cast<std::uint32_t>(p->sqe.addr3) == f2::bitset_match_any)
+    if (p->sqe.opcode == opc::futex_waitv ? p->words.size() < waitv_max
+                                          : static_cast<std::uint32_t>(p->sqe.addr3) == f2::bitset_match_any)
         (void)sys_futex(&p->kick, FUTEX_WAKE_PRIVATE, 1, 0);
     else
         (void)BlockingCalls::get().interrupt(p); // (its call looks at the kick every 10 ms too)
@@ -189,9 +213,16 @@ int Engine::futex_wake(const io_uring_sqe& s) noexcept {
             if (woken == max)
                 break;
             const io_uring_sqe& ws = w->sqe;
-            if (ws.addr != s.addr || ((static_cast<std::uint32_t>(ws.fd) & f2::private_) != 0) != priv ||
-                !(static_cast<std::uint32_t>(ws.addr3) & mask))
+            if (ws.opcode == opc::futex_waitv) {
+                // (Its words match any mask; the first of them that is this word is the one woken.)
+                const std::size_t i = waitv_index(*w, s.addr, priv);
+                if (i == w->words.size() || w->kick.load(std::memory_order_acquire) != 0)
+                    continue;
+                w->done_io = static_cast<std::uint32_t>(i); // (read by its thread once kicked)
+            } else if (ws.addr != s.addr || ((static_cast<std::uint32_t>(ws.fd) & f2::private_) != 0) != priv ||
+                       !(static_cast<std::uint32_t>(ws.addr3) & mask)) {
                 continue;
+            }
             if (futex_kick(w)) {
                 ++woken;
                 queued += w->armed.load(std::memory_order_seq_cst);
@@ -216,11 +247,96 @@ int Engine::futex_cancel(Pending* p) noexcept {
     FutexTable& t = table();
     std::lock_guard lk(t.m);
     for (Pending* w : t.waits)
-        if (w == p && futex_kick(p)) {
+        if (w == p && p->kick.load(std::memory_order_acquire) == 0) {
+            p->done_io = futex_waitv_cancelled; // (a futex_waitv's thread tells a cancel so)
+            (void)futex_kick(p);
             p->cancelled = true; // (read on the loop's thread alone: ended_off_loop)
             return 1;
         }
     return -EALREADY; // (woken already, or its call ended: its result is on its way)
+}
+
+// IORING_OP_FUTEX_WAITV: the kernel's checks of the SQE (fields it wants zero, 1 to 128
+// words), of each word it copies (-EFAULT; futex2 flags of a 32-bit word, nothing reserved, a
+// value that fits the word), then of each word's address (aligned, readable) and value
+// (-EAGAIN when one does not hold it); then in the table and on the pool, as a futex wait.
+void Engine::futex_waitv_start(Pending* p) {
+    const io_uring_sqe& s = p->sqe;
+    if (s.fd || s.buf_index || s.file_index || s.off || s.rw_flags || s.addr3 || s.len == 0 || s.len > waitv_max) {
+        finish(p, -EINVAL);
+        return;
+    }
+    p->words.resize(s.len);
+    if (!read_user(p->words.data(), s.addr, s.len * sizeof(Pending::FutexWord))) {
+        finish(p, -EFAULT);
+        return;
+    }
+    for (const Pending::FutexWord& w : p->words)
+        if ((w.flags & ~(3u | f2::private_)) || (w.flags & 3u) != f2::size_u32 || w.reserved || (w.val >> 32)) {
+            finish(p, -EINVAL); // (the engine has no NUMA futexes)
+            return;
+        }
+    for (const Pending::FutexWord& w : p->words) {
+        std::uint32_t now = 0;
+        const int r = w.uaddr % 4 ? -EINVAL : !read_user(&now, w.uaddr, sizeof now) ? -EFAULT : 0;
+        if (r < 0 || now != static_cast<std::uint32_t>(w.val)) {
+            finish(p, r < 0 ? r : -EAGAIN);
+            return;
+        }
+    }
+    futex_queue(p);
+}
+
+// The wait, made on a pool thread with futex_waitv(2) on the caller's words and the kick word:
+// the index of the word woken (a kick's, from done_io), -ECANCELED when a cancel kicked it,
+// -EINTR when interrupted, or the call's error. A word changed since the start ends it with its
+// index, as the wake that follows the change would.
+int Engine::futex_waitv_call(Pending* p) noexcept {
+    const std::size_t n = p->words.size();
+    struct futex_waitv w[waitv_max + 1] = {};
+    for (std::size_t i = 0; i < n; ++i) {
+        w[i].val = p->words[i].val;
+        w[i].uaddr = p->words[i].uaddr;
+        w[i].flags = p->words[i].flags;
+    }
+    const bool kick_word = n < waitv_max;
+    if (kick_word) {
+        w[n].uaddr = reinterpret_cast<std::uintptr_t>(&p->kick);
+        w[n].flags = f2::size_u32 | f2::private_;
+    }
+    p->armed.store(true, std::memory_order_seq_cst);
+    long r = -1;
+    int err = 0;
+    for (;;) {
+        if (p->kick.load(std::memory_order_acquire) != 0)
+            break;
+        timespec tick{};
+        if (!kick_word) { // (the kick interrupts the call, and is looked at every 10 ms)
+            ::clock_gettime(CLOCK_MONOTONIC, &tick);
+            tick.tv_nsec += 10'000'000;
+            if (tick.tv_nsec >= 1'000'000'000) {
+                tick.tv_nsec -= 1'000'000'000;
+                ++tick.tv_sec;
+            }
+        }
+        r = ::syscall(SYS_futex_waitv, w, static_cast<unsigned>(n + kick_word), 0u, kick_word ? nullptr : &tick,
+                      CLOCK_MONOTONIC);
+        err = r < 0 ? errno : 0;
+        if (r >= 0 || (err != ETIMEDOUT && err != EINTR) || (err == EINTR && p->kick.load() == 0))
+            break;
+    }
+    p->armed.store(false, std::memory_order_seq_cst);
+    if (p->kick.load(std::memory_order_acquire) != 0)
+        return p->done_io == futex_waitv_cancelled ? -ECANCELED : static_cast<int>(p->done_io);
+    if (r >= 0)
+        return static_cast<int>(r);
+    if (err == EAGAIN) // (a word changed since the start: the first that did)
+        for (std::size_t i = 0; i < n; ++i) {
+            std::uint32_t now = 0;
+            if (read_user(&now, w[i].uaddr, sizeof now) && now != static_cast<std::uint32_t>(w[i].val))
+                return static_cast<int>(i);
+        }
+    return err == ENOSYS ? -EOPNOTSUPP : -err; // (futex_waitv(2): Linux 5.16)
 }
 
 } // namespace ringo::uring::epoll

@@ -36,6 +36,7 @@ inline constexpr Way ways[] = {
     {opc::timeout_remove, How::at_once},
     {opc::accept, How::readiness},
     {opc::async_cancel, How::at_once},
+    {opc::link_timeout, How::timer},
     {opc::connect, How::readiness},
     {opc::fallocate, How::thread_pool},
     {opc::openat, How::thread_pool},
@@ -60,6 +61,8 @@ inline constexpr Way ways[] = {
     {opc::listen, How::at_once},
     {opc::splice, How::thread_pool},
     {opc::tee, How::thread_pool},
+    {opc::send_zc, How::readiness},
+    {opc::sendmsg_zc, How::readiness},
     {opc::madvise, How::thread_pool},
     {opc::fsetxattr, How::thread_pool},
     {opc::setxattr, How::thread_pool},
@@ -69,6 +72,8 @@ inline constexpr Way ways[] = {
     {opc::pipe, How::at_once},
     {opc::futex_wait, How::thread_pool},
     {opc::futex_wake, How::at_once},
+    {opc::futex_waitv, How::thread_pool},
+    {opc::waitid, How::thread_pool},
 };
 // clang-format on
 

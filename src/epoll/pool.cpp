@@ -17,9 +17,11 @@ namespace ringo::uring::epoll {
 
 void Engine::run_on_pool(Job* j) noexcept {
     auto* p = static_cast<Pending*>(j);
-    const bool futex = p->sqe.opcode == opc::futex_wait;
+    const bool futex = is_futex_wait(p->sqe.opcode);
     do
-        p->res = futex ? futex_wait_call(p) : p->gated ? splice_try(p->sqe) : blocking_call(p->sqe, p->recheck);
+        p->res = futex                               ? (p->sqe.opcode == opc::futex_wait ? futex_wait_call(p) : futex_waitv_call(p))
+                 : p->gated                          ? splice_try(p->sqe)
+                                                     : blocking_call(p->sqe, p->recheck);
     while (p->res == -EINTR && !BlockingCalls::get().interrupted(p));
     if (futex)
         futex_done(p); // (no wake finds it from here on)
@@ -203,6 +205,7 @@ int Engine::blocking_call(const io_uring_sqe& s, bool positional_only) noexcept 
         return sys(::splice(in, s.addr == ~std::uint64_t{0} ? nullptr : &oin, fd,
                             s.off == ~std::uint64_t{0} ? nullptr : &oout, s.len, flags));
     }
+    case opc::waitid: return waitid_call(s);
     default: return -EOPNOTSUPP;
     }
 }

@@ -62,7 +62,7 @@ Engine::~Engine() {
     // interrupted, again every 10 ms until they ended.
     for (Pending* p = all; p; p = p->all_next)
         if (p->state == State::pool && !p->cancelled) {
-            if (p->sqe.opcode == opc::futex_wait && futex_cancel(p) > 0)
+            if (is_futex_wait(p->sqe.opcode) && futex_cancel(p) > 0)
                 continue;
             p->cancelled = true;
             interrupt(p);
@@ -119,6 +119,11 @@ Engine::Pending* Engine::make() {
     p->heap_index = static_cast<std::size_t>(-1);
     p->res = 0;
     p->cflags = 0;
+    p->timed = nullptr;
+    p->prep_failed = false;
+    p->link_failed = false;
+    p->notif = false;
+    p->notif_report = false;
     return p;
 }
 
@@ -162,7 +167,9 @@ void Engine::finish(Pending* p, int res) {
         counted.erase(std::remove(counted.begin(), counted.end(), p), counted.end());
     made(p->sqe, res);
     Pending* next = p->chain;
-    if (!(p->sqe.flags & compat::sqe_flag::cqe_skip_success)) [[likely]] {
+    if (p->notif) [[unlikely]] {
+        post_zc(p, res); // (IOSQE_CQE_SKIP_SUCCESS: refused at its start, as the kernel refuses it)
+    } else if (!(p->sqe.flags & compat::sqe_flag::cqe_skip_success)) [[likely]] {
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
     } else if (res < 0 || breaks_link(p, res)) {
         // IOSQE_CQE_SKIP_SUCCESS: a result that fails the link is posted (and the rest of
@@ -182,11 +189,13 @@ void Engine::finish_link(Pending* p, Pending* next, int res) {
     const bool broke = next && !(p->sqe.flags & compat::sqe_flag::io_hardlink) && breaks_link(p, res);
     const bool quiet = p->sqe.flags & compat::sqe_flag::cqe_skip_success;
     release(p);
+    if (next && next->sqe.opcode == opc::link_timeout && next->state == State::timer)
+        next = link_timeout_ended(next, broke);
     if (next) {
         if (broke)
             cancel_chain(next, quiet);
         else
-            start(next);
+            begin(next);
     }
     if (drain_held != 0) // (links a drain holds)
         undrain();
@@ -256,11 +265,12 @@ int Engine::cancel_one(Pending* p) {
         finish(p, -ECANCELED);
         return 0;
     case State::pool:
-        if (p->sqe.opcode == opc::futex_wait)
+        if (is_futex_wait(p->sqe.opcode))
             return futex_cancel(p); // (withdrawn at once, as the kernel's futex request is)
         p->cancelled = true;
         interrupt(p);
-        return -EALREADY;
+        // (A waitid is withdrawn as the kernel withdraws its wait: the cancel reports 1.)
+        return p->sqe.opcode == opc::waitid ? 1 : -EALREADY;
     case State::aio: p->cancelled = true; return -EALREADY;
     default: return -ENOENT;
     }
@@ -282,7 +292,8 @@ int Engine::cancel(const io_uring_sqe& s, Pending* self) {
     for (;;) {
         Pending* hit = nullptr;
         for (Pending* p = all; p && !hit; p = p->all_next) {
-            if (p == self || p->state == State::held || p->state == State::free ||
+            // (A link timeout is not found by a cancel, as the kernel's is not: its SQE ends it.)
+            if (p == self || p->state == State::held || p->state == State::free || p->sqe.opcode == opc::link_timeout ||
                 ((p->state == State::pool || p->state == State::aio) && p->cancelled))
                 continue;
             // (What the flags name must all match; without FD or OP, the user_data.)
@@ -290,7 +301,7 @@ int Engine::cancel(const io_uring_sqe& s, Pending* self) {
                 (fl & compat::async_cancel_userdata) || !(fl & (compat::async_cancel_fd | compat::async_cancel_op));
             if ((fl & compat::async_cancel_any) ||
                 ((!(fl & compat::async_cancel_fd) || (p->sqe.fd == s.fd && p->sqe.opcode != opc::timeout)) &&
-                 (!(fl & compat::async_cancel_op) || p->sqe.opcode == s.len) &&
+                 (!(fl & compat::async_cancel_op) || (p->notif ? p->zc_opcode : p->sqe.opcode) == s.len) &&
                  (!by_data || p->sqe.user_data == s.addr)))
                 hit = p;
         }
@@ -351,6 +362,8 @@ void Engine::submit(unsigned n) {
         p->sqe = s;
         p->first_try = static_cast<unsigned char>(first);
         p->state = State::held;
+        if (s.opcode == opc::link_timeout) [[unlikely]]
+            link_timeout_prep(p); // (checked as it joins its link, as the kernel checks it)
         const bool links = s.flags & (compat::sqe_flag::io_link | compat::sqe_flag::io_hardlink);
         if (link_tail) {
             link_tail->chain = p; // starts when its predecessor ends
@@ -387,7 +400,7 @@ void Engine::start_drained(Pending* head) {
         head->drain_started = true;
         ++drains_running;
     }
-    start(head);
+    begin(head);
 }
 
 // The records alive (made and not released), the runtime's own excepted: counted only

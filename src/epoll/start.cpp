@@ -264,19 +264,9 @@ void Engine::start(Pending* p) {
                                   reinterpret_cast<epoll_event*>(static_cast<std::uintptr_t>(s.addr)))));
         return;
     case opc::timeout: {
-        // As the kernel checks it: the SQE's fields, the flags (at most one clock; a
-        // multishot one relative), then the timespec.
-        constexpr std::uint32_t clocks = compat::timeout_realtime | compat::timeout_boottime;
         const std::uint32_t fl = s.timeout_flags;
         __kernel_timespec ts{};
-        int r = s.len != 1 || s.buf_index ? -EINVAL : 0;
-        if (r == 0 &&
-            ((fl & ~(compat::timeout_abs | clocks | compat::timeout_etime_success | compat::timeout_multishot)) ||
-             (fl & clocks) == clocks || ((fl & compat::timeout_multishot) && (fl & compat::timeout_abs))))
-            r = -EINVAL;
-        if (r == 0)
-            r = read_timespec(s.addr, ts);
-        if (r < 0) {
+        if (const int r = timeout_checks(s, ts); r < 0) {
             finish(p, r);
             return;
         }
@@ -295,11 +285,15 @@ void Engine::start(Pending* p) {
     }
     case opc::timeout_remove: {
         __kernel_timespec ts{};
-        if (s.timeout_flags & compat::timeout_update) {
+        if (s.timeout_flags & (compat::timeout_update | compat::link_timeout_update)) {
             if (const int r = read_timespec(s.off, ts); r < 0) {
                 finish(p, r);
                 return;
             }
+        }
+        if ((s.timeout_flags & compat::timeout_update) && (s.timeout_flags & compat::link_timeout_update)) {
+            finish(p, link_timeout_update(s, ts));
+            return;
         }
         Pending* t = find_in_flight(s.addr, opc::timeout);
         if (!t || t->state != State::timer) {
@@ -349,6 +343,13 @@ void Engine::start(Pending* p) {
             }
         }
         break;
+    case opc::send_zc:
+    case opc::sendmsg_zc:
+        if (const int r = zc_prepare(p); r < 0) {
+            finish(p, r);
+            return;
+        }
+        break; // (a send or sendmsg now, by readiness; its notification follows its result)
     case opc::accept:
         if (s.file_index) {
             finish(p, -EOPNOTSUPP);
@@ -377,8 +378,10 @@ void Engine::start(Pending* p) {
         to_pool(p);
         return;
     case opc::pipe: finish(p, pipe_now(s)); return;
+    case opc::waitid: waitid_start(p); return;
     case opc::futex_wait: futex_wait(p); return;
     case opc::futex_wake: finish(p, futex_wake(s)); return;
+    case opc::futex_waitv: futex_waitv_start(p); return;
     case opc::madvise:
         // (As the kernel checks it; the length is in off, or in len when off is 0.)
         finish_or_pool(p, s.buf_index || compat::sqe_field::splice_fd_in(s) ? -EINVAL : 0);

@@ -66,6 +66,20 @@ int Engine::read_timespec(std::uint64_t addr, __kernel_timespec& ts) noexcept {
     return ts.tv_sec < 0 || ts.tv_nsec < 0 ? -EINVAL : 0;
 }
 
+// The kernel's checks of a timeout's SQE (IORING_OP_TIMEOUT, IORING_OP_LINK_TIMEOUT): its
+// fields, its flags (at most one clock; a multishot one relative), then its timespec, read
+// into `ts`. 0 or -errno.
+int Engine::timeout_checks(const io_uring_sqe& s, __kernel_timespec& ts) noexcept {
+    constexpr std::uint32_t clocks = compat::timeout_realtime | compat::timeout_boottime;
+    const std::uint32_t fl = s.timeout_flags;
+    if (s.len != 1 || s.buf_index || compat::sqe_field::splice_fd_in(s))
+        return -EINVAL;
+    if ((fl & ~(compat::timeout_abs | clocks | compat::timeout_etime_success | compat::timeout_multishot)) ||
+        (fl & clocks) == clocks || ((fl & compat::timeout_multishot) && (fl & compat::timeout_abs)))
+        return -EINVAL;
+    return read_timespec(s.addr, ts);
+}
+
 // The deadline (mono_ns) of a valid timespec; one that the clock cannot reach saturates
 // (never: UINT64_MAX) rather than wrapping to a time that has passed.
 // A valid timespec in ns, saturated.
@@ -102,6 +116,10 @@ void Engine::fire_due_timers() {
     while (!heap.empty() && heap.front()->deadline <= now) {
         Pending* p = heap.front();
         heap_remove(p);
+        if (p->sqe.opcode == opc::link_timeout) {
+            link_timeout_fired(p);
+            continue;
+        }
         if ((p->sqe.timeout_flags & compat::timeout_multishot) && (p->sqe.off == 0 || ++p->done_io < p->sqe.off)) {
             // A multishot timeout: -ETIME with IORING_CQE_F_MORE at each expiry, one period
             // after the last, until its count (off; 0: for ever) ran out. Back in the heap
