@@ -1,6 +1,6 @@
 // tests/fuzz/diff_engines.hpp - the model shared by the differential fuzzer of the epoll
-// engine (tests/fuzz/diff_engines.cpp) and its list of known differences
-// (tests/fuzz/diff_engines_known.cpp).
+// engine (tests/fuzz/diff_engines*.cpp, its files listed in diff_engines_impl.hpp) and its list
+// of known differences (tests/fuzz/diff_engines_known.cpp).
 //
 // A case is a few raw SQEs and the memory objects they point at, kept symbolic: a descriptor
 // is named by what it is in the test environment ("fd:PIPE_R"), a pointer by the object it

@@ -169,7 +169,7 @@ bool some_sqe(const Case& c, const Diff& d, P p) {
             return true;
     return false;
 }
-// The value of "key=" in a descriptor's description (diff_engines.cpp's describe_fd).
+// The value of "key=" in a descriptor's description (diff_engines_child.cpp's describe_fd).
 std::string field_of(const std::string& desc, const std::string& key) {
     auto at = desc.find(" " + key + "=");
     if (at == std::string::npos)
