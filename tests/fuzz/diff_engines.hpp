@@ -44,7 +44,8 @@ struct Val {
 
 /// A memory object of a case: laid out in an arena mapped at the same address in every child.
 /// Kinds and their fields (missing fields are 0):
-///   buf  size, fill (the byte it starts filled with, default 0xCC), pat (1: "ABC..." instead)
+///   buf  size, fill (the byte it starts filled with, default 0xCC), pat (1: "ABC..." instead),
+///        align (its address a multiple of this power of two, e.g. a page; default 64)
 ///   iov  elements (base:len each)
 ///   msg  name, namelen, iov, iovlen, control, controllen, flags (a struct msghdr)
 ///   str  text (a NUL-terminated path or symlink target)

@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +75,7 @@ namespace {
 std::string fdinfo_fields(int fd, std::initializer_list<const char*> keys) {
     std::istringstream in(read_small("/proc/self/fdinfo/" + std::to_string(fd)));
     std::string line, out;
+    std::vector<std::string> lines;
     while (std::getline(in, line))
         for (const char* k : keys)
             if (line.rfind(k, 0) == 0) {
@@ -81,8 +83,12 @@ std::string fdinfo_fields(int fd, std::initializer_list<const char*> keys) {
                 std::string keep = line;
                 if (auto ino = keep.find(" ino:"); ino != std::string::npos)
                     keep.erase(ino);
-                out += keep + ";";
+                lines.push_back(keep);
             }
+    // (In a sorted order: epoll lists its registrations by the address of their file.)
+    std::sort(lines.begin(), lines.end());
+    for (const std::string& l : lines)
+        out += l + ";";
     for (char& ch : out)
         if (ch == ' ' || ch == '\t')
             ch = '_';
@@ -168,6 +174,22 @@ std::string hash_file(const char* path, off_t size) {
     return hex(h);
 }
 
+// The extended attributes of a file (not followed), each name with its value's hash.
+std::string xattrs(const char* path) {
+    char names[4096];
+    const ssize_t n = ::llistxattr(path, names, sizeof names);
+    if (n < 0)
+        return errno == ERANGE ? " x=(too many)" : "";
+    std::string s;
+    for (ssize_t at = 0; at < n; at += static_cast<ssize_t>(std::strlen(names + at)) + 1) {
+        char value[512];
+        const ssize_t len = ::lgetxattr(path, names + at, value, sizeof value);
+        s += " x:" + escape(names + at) + "=" +
+             (len < 0 ? errno_text(-errno) : hex(fnv(value, static_cast<std::size_t>(len))));
+    }
+    return s;
+}
+
 void walk(const std::string& dir, std::vector<std::pair<std::string, std::string>>& out, int depth) {
     DIR* d = ::opendir(dir.c_str());
     if (!d)
@@ -192,6 +214,7 @@ void walk(const std::string& dir, std::vector<std::pair<std::string, std::string
             const ssize_t n = ::readlink(path.c_str(), t, sizeof t - 1);
             v += " ->" + escape(n > 0 ? std::string(t, static_cast<std::size_t>(n)) : "");
         }
+        v += xattrs(path.c_str());
         std::string key = escape(path);
         if (key.size() > 60)
             key = key.substr(0, 40) + "..." + hex(fnv(key.data(), key.size()));

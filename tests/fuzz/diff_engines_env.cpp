@@ -17,6 +17,7 @@
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -136,6 +137,8 @@ EnvInfo make_env(const std::string& work) {
     write_file("ro", 100, 'A');
     write_file("direct", 8192, 'k');
     write_file("empty", 0, 'a');
+    // An extended attribute to read (where the file system has none, both sides lack it).
+    (void)::setxattr("data", "user.pre", "value", 5, 0);
     need(::mkdir("sub", 0755) == 0, "mkdir sub");
     write_file("sub/inner", 10, 'x');
     need(::symlink("data", "link") == 0, "symlink");
@@ -223,6 +226,23 @@ EnvInfo make_env(const std::string& work) {
     place(mfd, i++);
     place(::open("/dev/null", O_RDWR), i++);
     place(::epoll_create1(0), i++);
+    // An epoll instance with events waiting (PIPE_R readable, data 1; UNIX_B writable, data 2)
+    // and one registration that is not ready (PIPE_R_EMPTY, data 3).
+    {
+        const int ep = ::epoll_create1(0);
+        need(ep >= 0, "epoll_create1");
+        const std::pair<int, std::uint32_t> regs[] = {{env_index("PIPE_R"), EPOLLIN},
+                                                      {env_index("UNIX_B"), EPOLLOUT},
+                                                      {env_index("PIPE_R_EMPTY"), EPOLLIN}};
+        std::uint64_t data = 1;
+        for (const auto& [k, events] : regs) {
+            epoll_event e{};
+            e.events = events;
+            e.data.u64 = data++;
+            need(::epoll_ctl(ep, EPOLL_CTL_ADD, fd_base + k, &e) == 0, "epoll_ctl");
+        }
+        place(ep, i++);
+    }
     if (i != env_count)
         fail_setup("environment table and setup disagree");
     return info;
@@ -259,6 +279,8 @@ Layout lay_out(const Case& c) {
     std::size_t at = 0;
     for (const Obj& o : c.objs) {
         const std::size_t n = obj_size(o);
+        if (const std::size_t align = o.num("align"); align > 64) // (a power of two: a page)
+            at = (at + align - 1) & ~(align - 1);
         l.at[o.name] = {at, n};
         at = (at + n + 63) & ~std::size_t{63};
     }

@@ -116,6 +116,7 @@ inline const char* const env_fd_names[] = {
     "MEMFD",        // memfd of 5000 bytes
     "DEVNULL",      // /dev/null, O_RDWR
     "EPOLL",        // an epoll instance
+    "EPOLL_READY",  // an epoll instance: PIPE_R (in) and UNIX_B (out) ready, PIPE_R_EMPTY not
 };
 inline constexpr int env_count = sizeof env_fd_names / sizeof env_fd_names[0];
 inline constexpr int fd_base = 64;     // the first environment descriptor
