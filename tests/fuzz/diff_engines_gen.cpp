@@ -8,8 +8,10 @@
 #include <linux/openat2.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 
 #include <algorithm>
 #include <climits>
@@ -72,7 +74,10 @@ public:
         nsqe = static_cast<int>(n);
         for (cur = 0; cur < nsqe; ++cur) {
             Sqe q;
-            q.opcode = op_names[r.below(op_count)].op;
+            // (A futex wait is followed by a wake more often than chance has it.)
+            const bool wake = waited && r.pct(60);
+            q.opcode = wake ? opc::futex_wake : op_names[r.below(op_count)].op;
+            waited = q.opcode == opc::futex_wait;
             fill(q);
             sqe_flags(q);
             c.sqes.push_back(q);
@@ -87,6 +92,9 @@ private:
     int nobj = 0;
     int cur = 0;
     int nsqe = 0;
+    bool waited = false;    // the SQE before was a futex wait
+    std::string futex_word; // the case's futex word (a u32 object), once an SQE needs one
+    std::uint64_t futex_value = 0;
 
     std::string add(std::string kind, std::vector<std::pair<std::string, Val>> fields = {}, std::string text = {}) {
         Obj o;
@@ -308,6 +316,39 @@ private:
                                    O_RDONLY | O_CLOEXEC, O_RDWR | O_CREAT | O_APPEND, 0x7ff00000u}));
     }
     Val file_index() { return Val::n(r.pct(94) ? 0 : r.pick<std::uint64_t>({1, 0xffffffffu})); }
+    Val xattr_name() {
+        if (r.pct(8))
+            return bad_ptr();
+        if (r.pct(4))
+            return Val::obj(add("str", {}, "user." + std::string(300, 'n'))); // longer than XATTR_NAME_MAX
+        return Val::obj(add("str", {},
+                            r.pick({"user.pre", "user.pre", "user.new", "user.new", "trusted.t", "security.s",
+                                    "system.posix_acl_access", "other.x", "user.", ""})));
+    }
+    // The word of a futex call: mostly the case's own word (so that a wake finds a wait),
+    // sometimes another word, a misaligned one or a bad pointer.
+    Val futex_addr() {
+        const auto x = r.below(100);
+        if (x < 80 && futex_word.empty()) {
+            futex_value = r.pick<std::uint64_t>({0, 0, 5});
+            futex_word = add("u32", {{"v", Val::n(futex_value)}});
+        }
+        if (x < 80)
+            return Val::obj(futex_word);
+        if (x < 86)
+            return Val::obj(add("u32", {{"v", Val::n(0)}}));
+        if (x < 92)
+            return Val::obj(add("u32", {{"v", Val::n(0)}}), r.pick<std::uint64_t>({1, 2}));
+        return bad_ptr();
+    }
+    Val futex_flags() {
+        namespace f2 = ringo::uring::compat::futex2;
+        if (r.pct(85))
+            return Val::n(
+                r.pick<std::uint64_t>({f2::size_u32 | f2::private_, f2::size_u32 | f2::private_, f2::size_u32}));
+        return Val::n(r.pick<std::uint64_t>({f2::size_u8, f2::size_u16, f2::size_u64, f2::size_u32 | f2::numa,
+                                             f2::size_u32 | 8 /*FUTEX2_MPOL*/, f2::size_u32 | 0x100, 0xffffffffu}));
+    }
 
     void fill(Sqe& q) {
         Val* f = q.f;
@@ -579,6 +620,88 @@ private:
             }
             f[f_len] = Val::n(r.pick<std::uint64_t>({0, 16, 4096, 65536}));
             f[f_opflags] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 2, 0x80000000u, 0x100}));
+            break;
+        }
+        case opc::madvise: {
+            // A page-aligned buffer of the arena (lengths stay within the arena: advice such as
+            // MADV_DONTNEED over the child's own heap would crash both sides alike).
+            const auto x = r.below(100);
+            if (x < 72)
+                f[f_addr] = Val::obj(add("buf", {{"size", Val::n(8192)}, {"align", Val::n(4096)}, {"pat", Val::n(1)}}),
+                                     r.pct(90) ? 0 : 100);
+            else if (x < 80)
+                f[f_addr] = Val::ptr("protnone");
+            else
+                f[f_addr] = bad_ptr();
+            // (The length is in off, or in len when off is 0.)
+            const std::uint64_t len = r.pick<std::uint64_t>(
+                {4096, 8192, 8192, 100, 0, 12288, static_cast<std::uint64_t>(-1), 0xfffffffffffff000ull});
+            f[r.pct(70) ? f_off : f_len] = Val::n(len);
+            f[f_opflags] = Val::n(r.pick<std::uint64_t>(
+                {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_DONTNEED, MADV_COLD,
+                 MADV_PAGEOUT, MADV_POPULATE_READ, MADV_POPULATE_WRITE, MADV_DONTDUMP, MADV_REMOVE, 999}));
+            if (r.pct(5))
+                f[r.pct(50) ? f_fi : f_bufidx] = Val::n(1); // (splice_fd_in, buf_index: the kernel wants 0)
+            break;
+        }
+        case opc::setxattr:
+        case opc::getxattr:
+        case opc::fsetxattr:
+        case opc::fgetxattr: {
+            const bool set = q.opcode == opc::setxattr || q.opcode == opc::fsetxattr;
+            if (q.opcode == opc::fsetxattr || q.opcode == opc::fgetxattr)
+                f[f_fd] = fd_from(file_fds);
+            else
+                f[f_addr3] = path(false);
+            f[f_addr] = xattr_name();
+            // The value (a size past XATTR_SIZE_MAX, 65536, is -E2BIG for a set).
+            const std::uint32_t len = length(r.pick<std::uint32_t>({5, 16, 100, 65537}));
+            f[f_len] = Val::n(len);
+            f[f_off] = buffer(len, set);
+            if (set)
+                f[f_opflags] =
+                    Val::n(r.pct(60) ? 0 : r.pick<std::uint64_t>({XATTR_CREATE, XATTR_REPLACE, 3, 4, 0x100}));
+            else if (r.pct(10))
+                f[f_opflags] = Val::n(r.pick<std::uint64_t>({XATTR_CREATE, 0x100}));
+            break;
+        }
+        case opc::epoll_wait: {
+            const auto x = r.below(100);
+            f[f_fd] = x < 55   ? Val::fd("EPOLL_READY")
+                      : x < 75 ? Val::fd("EPOLL")
+                               : fd_from({"REG", "PIPE_R", "EVENTFD"});
+            // (EP_MAX_EVENTS is INT_MAX / 12: 0xAAAAAAA events are allowed, one more is not.)
+            const std::uint64_t max = r.pct(80) ? r.pick<std::uint64_t>({1, 2, 4, 16})
+                                                : r.pick<std::uint64_t>({0, 0xAAAAAAA, 0xAAAAAAB, 0xffffffffu});
+            f[f_len] = Val::n(max);
+            f[f_addr] = buffer(12 * std::min<std::uint64_t>(max, 16), false);
+            if (r.pct(6))
+                f[r.pick({f_off, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
+            break;
+        }
+        case opc::pipe:
+            f[f_addr] = r.pct(88) ? Val::obj(add("buf", {{"size", Val::n(8)}})) : bad_ptr();
+            f[f_opflags] =
+                Val::n(r.pct(60) ? 0
+                                 : r.pick<std::uint64_t>({O_CLOEXEC, O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, O_DIRECT,
+                                                          O_EXCL /*O_NOTIFICATION_PIPE*/, O_RDWR, 0x80000000u}));
+            f[f_fi] = file_index();
+            if (r.pct(6))
+                f[r.pct(50) ? f_fd : f_off] = Val::n(1); // (fields the kernel wants 0)
+            break;
+        case opc::futex_wait:
+        case opc::futex_wake: {
+            f[f_fd] = futex_flags(); // (not a descriptor: the futex2 flags)
+            f[f_addr] = futex_addr();
+            if (q.opcode == opc::futex_wake)
+                f[f_off] = Val::n(r.pct(85) ? r.pick<std::uint64_t>({1, 1, 2, 0x7fffffff})
+                                            : r.pick<std::uint64_t>({0, 0xffffffffu, 1ull << 32}));
+            else // (a value the word holds waits: until a wake of the case, or the harness's cancel)
+                f[f_off] = Val::n(r.pct(75) ? futex_value : r.pick<std::uint64_t>({futex_value + 1, 1ull << 32}));
+            f[f_addr3] = Val::n(r.pct(75) ? ringo::uring::compat::futex2::bitset_match_any
+                                          : r.pick<std::uint64_t>({1, 2, 0, 1ull << 32}));
+            if (r.pct(5))
+                f[r.pick({f_len, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
             break;
         }
         default: break;

@@ -84,6 +84,15 @@ inline constexpr OpName op_names[] = {
     {opc::listen, "listen"},
     {opc::splice, "splice"},
     {opc::tee, "tee"},
+    {opc::madvise, "madvise"},
+    {opc::fsetxattr, "fsetxattr"},
+    {opc::setxattr, "setxattr"},
+    {opc::fgetxattr, "fgetxattr"},
+    {opc::getxattr, "getxattr"},
+    {opc::epoll_wait, "epoll_wait"},
+    {opc::pipe, "pipe"},
+    {opc::futex_wait, "futex_wait"},
+    {opc::futex_wake, "futex_wake"},
 };
 inline constexpr std::size_t op_count = sizeof op_names / sizeof op_names[0];
 
