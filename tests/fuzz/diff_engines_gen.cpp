@@ -1,8 +1,8 @@
-// tests/fuzz/diff_engines_gen.cpp - the differential fuzzer's generator: the grammar of opcodes
-// and of good and bad argument values. A case is a function of its seed and index alone (the
-// same seed gives the same cases on every run: keep the order of the draws when changing it).
+// tests/fuzz/diff_engines_gen.cpp - the differential fuzzer's grammar of opcodes: which fields
+// each opcode gets, and with which values (diff_engines_gen_values.cpp draws the values); the
+// SQE flags; a case of a seed and an index (diff_engines_gen.hpp).
 
-#include "diff_engines_impl.hpp"
+#include "diff_engines_gen.hpp"
 
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -24,24 +24,6 @@ namespace diffeng {
 
 namespace {
 
-// ------------------------------------------------------------------ generator
-
-struct Rng {
-    std::uint64_t s;
-    std::uint64_t next() { // splitmix64
-        std::uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    std::uint64_t below(std::uint64_t n) { return n ? next() % n : 0; }
-    bool pct(unsigned p) { return below(100) < p; }
-    template <class T>
-    T pick(std::initializer_list<T> l) {
-        return *(l.begin() + below(l.size()));
-    }
-};
-
 // The descriptors each family of calls mostly gets (the rest of the time: any descriptor, or
 // a bad number).
 const std::initializer_list<const char*> read_fds = {
@@ -56,689 +38,404 @@ const std::initializer_list<const char*> sock_fds = {"UNIX_A", "UNIX_B",  "TCP_C
                                                      "LISTEN", "TCP_NEW", "UDP",   "PIPE_R", "REG"};
 const std::initializer_list<const char*> recv_fds = {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "UDP", "TCP_NEW", "LISTEN"};
 const std::initializer_list<const char*> send_fds = {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "UDP", "TCP_NEW", "TCP_P"};
-const std::initializer_list<const char*> paths = {"data",        "ro",       "empty",       "sub",     "sub/inner",
-                                                  "link",        "dangling", "nonexistent", "newfile", "newdir",
-                                                  "sub/newfile", "",         "data/x",      "direct"};
-
-class Gen {
-public:
-    Gen(std::uint64_t seed, std::uint64_t index, unsigned max_sqes) : max(max_sqes) {
-        r.s = seed * 0x2545F4914F6CDD1Dull + index;
-        (void)r.next();
-        r.s ^= index * 0x9E3779B97F4A7C15ull;
-        c.origin = std::to_string(seed) + ":" + std::to_string(index);
-    }
-
-    Case make() {
-        const unsigned n = std::min(max, static_cast<unsigned>(r.pct(30) ? 1 : r.pct(50) ? 2 : r.pct(55) ? 3 : 4));
-        nsqe = static_cast<int>(n);
-        for (cur = 0; cur < nsqe; ++cur) {
-            Sqe q;
-            // (A futex wait is followed by a wake more often than chance has it.)
-            const bool wake = waited && r.pct(60);
-            q.opcode = wake ? opc::futex_wake : op_names[r.below(op_count)].op;
-            waited = q.opcode == opc::futex_wait;
-            fill(q);
-            sqe_flags(q);
-            c.sqes.push_back(q);
-        }
-        return c;
-    }
-
-private:
-    Rng r;
-    Case c;
-    unsigned max;
-    int nobj = 0;
-    int cur = 0;
-    int nsqe = 0;
-    bool waited = false;    // the SQE before was a futex wait
-    std::string futex_word; // the case's futex word (a u32 object), once an SQE needs one
-    std::uint64_t futex_value = 0;
-
-    std::string add(std::string kind, std::vector<std::pair<std::string, Val>> fields = {}, std::string text = {}) {
-        Obj o;
-        o.name = std::string(1, kind == "str" ? 's' : kind[0]) + std::to_string(nobj++);
-        o.kind = std::move(kind);
-        o.fields = std::move(fields);
-        o.text = std::move(text);
-        c.objs.push_back(std::move(o));
-        return c.objs.back().name;
-    }
-
-    Val bad_ptr() { return r.pct(30) ? Val::n(0) : Val::ptr(r.pick({"unmapped", "protnone", "noncanon", "edge"})); }
-    Val bad_fd() {
-        switch (r.below(6)) {
-        case 0: return Val::i(-1);
-        case 1: return Val::fd("CLOSED");
-        case 2: return Val::i(1'000'000);
-        case 3: return Val::i(INT_MAX);
-        case 4: return Val::i(AT_FDCWD);
-        default: return Val::fd("NEW0");
-        }
-    }
-    Val fd_from(std::initializer_list<const char*> good) {
-        const auto x = r.below(100);
-        if (x < 72)
-            return Val::fd(r.pick(good));
-        if (x < 90)
-            return Val::fd(env_fd_names[r.below(env_count)]);
-        return bad_fd();
-    }
-    Val dirfd() {
-        const auto x = r.below(100);
-        if (x < 45)
-            return Val::fd("DIR");
-        if (x < 85)
-            return Val::i(AT_FDCWD);
-        if (x < 92)
-            return Val::fd(r.pick({"REG", "PIPE_R", "UNIX_A"}));
-        return bad_fd();
-    }
-    Val path(bool may_create = true) {
-        if (r.pct(8))
-            return bad_ptr();
-        std::string p;
-        const auto x = r.below(100);
-        if (x < 4)
-            p = std::string(5000, 'a'); // longer than PATH_MAX
-        else if (x < 7)
-            p = std::string(300, 'b'); // a component longer than NAME_MAX
-        else
-            p = r.pick(paths);
-        if (!may_create && (p == "newfile" || p == "newdir"))
-            p = "data";
-        return Val::obj(add("str", {}, p));
-    }
-    std::uint32_t length(std::uint32_t good) {
-        const auto x = r.below(100);
-        if (x < 62)
-            return good;
-        if (x < 72)
-            return 0;
-        if (x < 79)
-            return 1;
-        if (x < 86)
-            return 4096;
-        if (x < 91)
-            return 1u << 20;
-        if (x < 96)
-            return 0x7fffffffu;
-        return 0xffffffffu;
-    }
-    // A buffer of (about) `len` bytes: write sources hold a pattern, read targets start as 0xCC.
-    Val buffer(std::uint64_t len, bool source) {
-        if (r.pct(10))
-            return bad_ptr();
-        std::uint64_t size = std::min<std::uint64_t>(std::max<std::uint64_t>(len, 1), 1u << 20);
-        if (len > (1u << 20))
-            size = 4096; // the call reaches past it, into the arena (and the guard page)
-        std::vector<std::pair<std::string, Val>> f{{"size", Val::n(size)}};
-        if (source)
-            f.emplace_back("pat", Val::n(1));
-        return Val::obj(add("buf", f));
-    }
-    Val offset() {
-        switch (r.below(20)) {
-        case 0:
-        case 1:
-        case 2:
-        case 3:
-        case 4: return Val::i(-1);
-        case 5:
-        case 6:
-        case 7:
-        case 8:
-        case 9:
-        case 10: return Val::n(0);
-        case 11:
-        case 12: return Val::n(100);
-        case 13: return Val::n(4096);
-        case 14: return Val::n(8192);
-        case 15: return Val::n(1ull << 40);
-        case 16: return Val::i(-2);
-        case 17: return Val::n(0x7fffffffffffffffull);
-        default: return Val::n(r.below(9000));
-        }
-    }
-    Val rw_flags() {
-        if (r.pct(75))
-            return Val::n(0);
-        return Val::n(r.pick<std::uint64_t>(
-            {RWF_NOWAIT, RWF_HIPRI, RWF_DSYNC, RWF_SYNC, RWF_APPEND, 0x20 /*NOAPPEND*/, 0x100000 /*unknown*/}));
-    }
-    Val ioprio_rw() {
-        if (r.pct(90))
-            return Val::n(0);
-        return Val::n(r.pick<std::uint64_t>({(2u << 13) | 4u, (7u << 13)}));
-    }
-    // An iovec array of `count` elements over buffers of `each` bytes (or bad in places).
-    Val iovec(std::uint64_t count, std::uint64_t each, bool source) {
-        if (r.pct(8))
-            return bad_ptr();
-        if (count == 1024 || count == 1025) {
-            Val b = buffer(8 * count, source);
-            const std::string name = add("iov", {{"rep", Val::n(count)}});
-            c.objs.back().iov.emplace_back(b, 8);
-            return Val::obj(name);
-        }
-        const std::uint64_t real = std::min<std::uint64_t>(count, 4);
-        std::vector<std::pair<Val, std::uint64_t>> els;
-        for (std::uint64_t k = 0; k < std::max<std::uint64_t>(real, 1); ++k) {
-            std::uint64_t l = each;
-            if (r.pct(5))
-                l = r.pick<std::uint64_t>({0, 0x7fffffffffffffffull, 0xffffffffull});
-            Val b = r.pct(8) ? bad_ptr() : buffer(std::min<std::uint64_t>(l, 1u << 20), source);
-            els.emplace_back(b, l);
-        }
-        const std::string name = add("iov");
-        c.objs.back().iov = els;
-        return Val::obj(name);
-    }
-    std::uint64_t iov_count() {
-        const auto x = r.below(100);
-        if (x < 45)
-            return 1;
-        if (x < 65)
-            return 2;
-        if (x < 75)
-            return 3;
-        if (x < 81)
-            return 0;
-        if (x < 87)
-            return 1024;
-        if (x < 93)
-            return 1025;
-        return r.pick<std::uint64_t>({0x7fffffffu, 0xffffffffu});
-    }
-    Val ud_target() {
-        if (r.pct(25) || nsqe == 1)
-            return Val::user(-1);
-        int k = static_cast<int>(r.below(static_cast<std::uint64_t>(nsqe)));
-        if (k == cur)
-            k = (k + 1) % nsqe;
-        return Val::user(k);
-    }
-    Val timespec() {
-        if (r.pct(8))
-            return bad_ptr();
-        std::int64_t sec = 0, nsec = 0;
-        switch (r.below(6)) {
-        case 0: break;
-        case 1: nsec = 1'000'000; break;
-        case 2:
-        case 3: sec = 3600; break;
-        case 4: sec = -1; break;
-        default: nsec = 2'000'000'000; break;
-        }
-        return Val::obj(add("ts", {{"sec", Val::i(sec)}, {"nsec", Val::i(nsec)}}));
-    }
-    Val sockaddr(std::initializer_list<const char*> kinds) {
-        if (r.pct(8))
-            return bad_ptr();
-        return Val::obj(add("sa", {}, r.pick(kinds)));
-    }
-    Val msg_flags(bool send) {
-        if (r.pct(60))
-            return Val::n(0);
-        if (send)
-            return Val::n(r.pick<std::uint64_t>({MSG_DONTWAIT, MSG_NOSIGNAL, MSG_MORE, MSG_OOB, MSG_WAITALL,
-                                                 MSG_DONTWAIT | MSG_NOSIGNAL, 0x80000000u}));
-        return Val::n(r.pick<std::uint64_t>(
-            {MSG_DONTWAIT, MSG_PEEK, MSG_WAITALL, MSG_TRUNC, MSG_OOB, MSG_ERRQUEUE, MSG_CMSG_CLOEXEC}));
-    }
-    Val msghdr(bool send) {
-        if (r.pct(8))
-            return bad_ptr();
-        std::vector<std::pair<std::string, Val>> f;
-        if (send) {
-            if (r.pct(25)) {
-                f.emplace_back("name", sockaddr({"udp", "refused", "badfam"}));
-                f.emplace_back("namelen", Val::n(r.pick<std::uint64_t>({16, 16, 0, 200})));
-            }
-        } else if (r.pct(50)) {
-            f.emplace_back("name", sockaddr({"out"}));
-            f.emplace_back("namelen", Val::n(r.pick<std::uint64_t>({128, 128, 0, 4})));
-        }
-        const std::uint64_t cnt = r.pct(80) ? r.pick<std::uint64_t>({1, 1, 2}) : iov_count();
-        f.emplace_back("iov", iovec(cnt, r.pick<std::uint64_t>({16, 64, 4096}), send));
-        f.emplace_back("iovlen", Val::n(cnt));
-        if (r.pct(25)) {
-            f.emplace_back("control", r.pct(85) ? buffer(64, false) : bad_ptr());
-            f.emplace_back("controllen", Val::n(r.pick<std::uint64_t>({64, 64, 8, 0xffffffffu})));
-        }
-        return Val::obj(add("msg", f));
-    }
-    Val open_flags() {
-        return Val::n(
-            r.pick<std::uint64_t>({O_RDONLY, O_RDWR, O_RDWR | O_CREAT, O_WRONLY | O_CREAT | O_EXCL, O_DIRECTORY, O_PATH,
-                                   O_RDONLY | O_NONBLOCK, O_RDWR | O_TRUNC, O_TMPFILE | O_RDWR, O_RDWR | O_DIRECT,
-                                   O_RDONLY | O_CLOEXEC, O_RDWR | O_CREAT | O_APPEND, 0x7ff00000u}));
-    }
-    Val file_index() { return Val::n(r.pct(94) ? 0 : r.pick<std::uint64_t>({1, 0xffffffffu})); }
-    Val xattr_name() {
-        if (r.pct(8))
-            return bad_ptr();
-        if (r.pct(4))
-            return Val::obj(add("str", {}, "user." + std::string(300, 'n'))); // longer than XATTR_NAME_MAX
-        return Val::obj(add("str", {},
-                            r.pick({"user.pre", "user.pre", "user.new", "user.new", "trusted.t", "security.s",
-                                    "system.posix_acl_access", "other.x", "user.", ""})));
-    }
-    // The word of a futex call: mostly the case's own word (so that a wake finds a wait),
-    // sometimes another word, a misaligned one or a bad pointer.
-    Val futex_addr() {
-        const auto x = r.below(100);
-        if (x < 80 && futex_word.empty()) {
-            futex_value = r.pick<std::uint64_t>({0, 0, 5});
-            futex_word = add("u32", {{"v", Val::n(futex_value)}});
-        }
-        if (x < 80)
-            return Val::obj(futex_word);
-        if (x < 86)
-            return Val::obj(add("u32", {{"v", Val::n(0)}}));
-        if (x < 92)
-            return Val::obj(add("u32", {{"v", Val::n(0)}}), r.pick<std::uint64_t>({1, 2}));
-        return bad_ptr();
-    }
-    Val futex_flags() {
-        namespace f2 = ringo::uring::compat::futex2;
-        if (r.pct(85))
-            return Val::n(
-                r.pick<std::uint64_t>({f2::size_u32 | f2::private_, f2::size_u32 | f2::private_, f2::size_u32}));
-        return Val::n(r.pick<std::uint64_t>({f2::size_u8, f2::size_u16, f2::size_u64, f2::size_u32 | f2::numa,
-                                             f2::size_u32 | 8 /*FUTEX2_MPOL*/, f2::size_u32 | 0x100, 0xffffffffu}));
-    }
-
-    void fill(Sqe& q) {
-        Val* f = q.f;
-        switch (q.opcode) {
-        case opc::nop:
-            if (r.pct(35)) {
-                f[f_opflags] = Val::n(r.pick<std::uint64_t>({1, 2, 3, 0x100000}));
-                f[f_len] = Val::n(r.pick<std::uint64_t>({0, 5, 0xfffffff2u}));
-                f[f_fd] = fd_from({"REG", "PIPE_R"});
-            }
-            break;
-        case opc::read:
-        case opc::write: {
-            const bool w = q.opcode == opc::write;
-            f[f_fd] = fd_from(w ? write_fds : read_fds);
-            const std::uint32_t len = length(r.pick<std::uint32_t>({8, 16, 100, 4096, 8192}));
-            f[f_len] = Val::n(len);
-            f[f_addr] = buffer(len, w);
-            f[f_off] = offset();
-            f[f_opflags] = rw_flags();
-            f[f_ioprio] = ioprio_rw();
-            break;
-        }
-        case opc::readv:
-        case opc::writev: {
-            const bool w = q.opcode == opc::writev;
-            f[f_fd] = fd_from(w ? write_fds : read_fds);
-            const std::uint64_t cnt = iov_count();
-            f[f_len] = Val::n(cnt);
-            f[f_addr] = iovec(cnt, r.pick<std::uint64_t>({8, 16, 100, 4096}), w);
-            f[f_off] = offset();
-            f[f_opflags] = rw_flags();
-            f[f_ioprio] = ioprio_rw();
-            break;
-        }
-        case opc::fsync:
-            f[f_fd] = fd_from(file_fds);
-            f[f_opflags] = Val::n(r.pct(75) ? 0 : r.pick<std::uint64_t>({1, 2}));
-            if (r.pct(15)) {
-                f[f_off] = Val::n(100);
-                f[f_len] = Val::n(4096);
-            }
-            break;
-        case opc::sync_file_range:
-            f[f_fd] = fd_from(file_fds);
-            f[f_off] = offset();
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0, 4096, 0xffffffffu}));
-            f[f_opflags] = Val::n(r.pick<std::uint64_t>({0, 1, 2, 4, 7, 8}));
-            break;
-        case opc::poll_add:
-            f[f_fd] = r.pct(88) ? Val::fd(env_fd_names[r.below(env_count)]) : bad_fd();
-            f[f_opflags] = Val::n(r.pick<std::uint64_t>({POLLIN, POLLIN, POLLOUT, POLLIN | POLLOUT, POLLPRI, POLLRDHUP,
-                                                         0, EPOLLET | POLLIN, EPOLLONESHOT | POLLIN, 0xffffffffu}));
-            f[f_len] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 8, 9, 0x100}));
-            break;
-        case opc::poll_remove:
-            f[f_addr] = ud_target();
-            if (r.pct(30)) {
-                f[f_len] = Val::n(r.pick<std::uint64_t>({2, 4, 6, 0x100}));
-                f[f_opflags] = Val::n(r.pick<std::uint64_t>({POLLIN, POLLOUT}));
-                f[f_off] = Val::n(0x7777);
-            }
-            break;
-        case opc::sendmsg:
-        case opc::recvmsg: {
-            const bool s = q.opcode == opc::sendmsg;
-            f[f_fd] = fd_from(s ? send_fds : recv_fds);
-            f[f_addr] = msghdr(s);
-            f[f_opflags] = msg_flags(s);
-            if (r.pct(10))
-                f[f_ioprio] = Val::n(r.pick<std::uint64_t>({1, 2, 4, 16}));
-            break;
-        }
-        case opc::timeout:
-            f[f_addr] = timespec();
-            f[f_len] = Val::n(r.pct(90) ? 1 : r.pick<std::uint64_t>({0, 2}));
-            f[f_off] = Val::n(r.pct(80) ? 0 : r.pick<std::uint64_t>({1, 2}));
-            f[f_opflags] = Val::n(r.pct(55) ? 0 : r.pick<std::uint64_t>({1, 4, 8, 32, 64, 9, 0x400}));
-            break;
-        case opc::timeout_remove:
-            f[f_addr] = ud_target();
-            if (r.pct(35)) {
-                f[f_opflags] = Val::n(r.pick<std::uint64_t>({2, 2, 0x400}));
-                f[f_off] = timespec();
-            }
-            break;
-        case opc::accept: {
-            f[f_fd] = fd_from({"LISTEN", "LISTEN", "LISTEN", "TCP_NEW", "TCP_C", "UNIX_A", "UDP", "REG"});
-            const auto x = r.below(100);
-            if (x < 55) {
-                f[f_addr] = sockaddr({"out"});
-                f[f_off] = r.pct(90)
-                               ? Val::obj(add("u32", {{"v", Val::n(r.pick<std::uint64_t>({128, 128, 16, 0, 1000}))}}))
-                               : bad_ptr();
-            } else if (x < 90) {
-                // no address asked for
-            } else {
-                f[f_addr] = bad_ptr();
-                f[f_off] = r.pct(50) ? bad_ptr() : Val::obj(add("u32", {{"v", Val::n(128)}}));
-            }
-            f[f_opflags] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({SOCK_NONBLOCK, SOCK_CLOEXEC, 1}));
-            f[f_ioprio] = Val::n(r.pct(80) ? 0 : r.pick<std::uint64_t>({1, 2, 4}));
-            f[f_fi] = file_index();
-            break;
-        }
-        case opc::async_cancel:
-            f[f_addr] = ud_target();
-            f[f_opflags] = Val::n(r.pct(50) ? 0 : r.pick<std::uint64_t>({1, 2, 4, 3, 16, 32, 0x1000}));
-            if (r.pct(40))
-                f[f_fd] = fd_from({"PIPE_R_EMPTY", "UNIX_B", "TCP_S", "LISTEN"});
-            break;
-        case opc::connect: {
-            f[f_fd] = fd_from({"TCP_NEW", "TCP_NEW", "TCP_NEW", "TCP_C", "UDP", "UNIX_B", "REG"});
-            const char* k = r.pick({"listen", "listen", "refused", "udp", "unix", "badfam"});
-            f[f_addr] = r.pct(90) ? Val::obj(add("sa", {}, k)) : bad_ptr();
-            f[f_off] =
-                Val::n(r.pct(80) ? (std::strcmp(k, "unix") == 0 ? 110 : 16) : r.pick<std::uint64_t>({0, 4, 128, 1000}));
-            break;
-        }
-        case opc::fallocate:
-            f[f_fd] = fd_from(file_fds);
-            f[f_len] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({1, 3, 0x100}));
-            f[f_off] = Val::n(r.pick<std::uint64_t>({0, 100, static_cast<std::uint64_t>(-1)}));
-            // (Lengths stay small: a memfd has no size limit, and fallocate really allocates.)
-            f[f_addr] = Val::n(r.pick<std::uint64_t>({4096, 100, 0, static_cast<std::uint64_t>(-1), 1u << 20}));
-            break;
-        case opc::openat:
-            f[f_fd] = dirfd();
-            f[f_addr] = path();
-            f[f_opflags] = open_flags();
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0644, 0644, 0, 0777, 0xffffffffu}));
-            f[f_fi] = file_index();
-            break;
-        case opc::openat2: {
-            f[f_fd] = dirfd();
-            f[f_addr] = path();
-            std::vector<std::pair<std::string, Val>> how{
-                {"flags", open_flags()},
-                {"mode", Val::n(r.pick<std::uint64_t>({0644, 0, 0, 0xffffffffu}))},
-                {"resolve", Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 4, 8, 0x10, 0x20, 0x1000}))}};
-            if (r.pct(5))
-                how.emplace_back("tail", Val::n(1));
-            f[f_off] = r.pct(92) ? Val::obj(add("how", how)) : bad_ptr();
-            f[f_len] = Val::n(r.pct(85) ? 24 : r.pick<std::uint64_t>({0, 16, 32}));
-            f[f_fi] = file_index();
-            break;
-        }
-        case opc::close:
-            f[f_fd] = r.pct(85) ? Val::fd(env_fd_names[r.below(env_count)]) : bad_fd();
-            f[f_fi] = file_index();
-            break;
-        case opc::statx: {
-            const bool empty = r.pct(30);
-            if (empty) {
-                f[f_fd] = fd_from({"REG", "DIRECT", "PIPE_R", "UNIX_A", "MEMFD", "DIR", "EVENTFD", "DEVNULL"});
-                f[f_addr] = r.pct(90) ? Val::obj(add("str", {}, "")) : bad_ptr();
-                f[f_opflags] = Val::n(r.pct(85) ? AT_EMPTY_PATH : AT_EMPTY_PATH | AT_STATX_FORCE_SYNC);
-            } else {
-                f[f_fd] = dirfd();
-                f[f_addr] = r.pct(5) ? Val::obj(add("str", {}, "/")) : path(false);
-                f[f_opflags] = Val::n(
-                    r.pct(60) ? 0
-                              : r.pick<std::uint64_t>({AT_SYMLINK_NOFOLLOW, AT_STATX_FORCE_SYNC, AT_STATX_DONT_SYNC,
-                                                       AT_NO_AUTOMOUNT, AT_EMPTY_PATH, 0x80000000u}));
-            }
-            f[f_len] = Val::n(r.pct(75) ? 0x7ff : r.pick<std::uint64_t>({0xfff, 0, 0x80000000u}));
-            f[f_off] = r.pct(90) ? Val::obj(add("buf", {{"size", Val::n(256)}})) : bad_ptr();
-            break;
-        }
-        case opc::fadvise:
-            f[f_fd] = fd_from(file_fds);
-            f[f_off] = Val::n(r.pick<std::uint64_t>({0, 100, static_cast<std::uint64_t>(-1)}));
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0, 4096}));
-            f[f_opflags] = Val::n(r.pick<std::uint64_t>({0, 1, 2, 3, 4, 5, 100}));
-            break;
-        case opc::send:
-        case opc::recv: {
-            const bool s = q.opcode == opc::send;
-            f[f_fd] = fd_from(s ? send_fds : recv_fds);
-            const std::uint32_t len = length(r.pick<std::uint32_t>({4, 16, 100, 4096}));
-            f[f_len] = Val::n(len);
-            f[f_addr] = buffer(len, s);
-            f[f_opflags] = msg_flags(s);
-            if (s && r.pct(15)) {
-                f[f_off] = sockaddr({"udp", "refused", "listen", "badfam"});
-                f[f_fi] = Val::n(r.pick<std::uint64_t>({16, 16, 0, 200}));
-            }
-            if (r.pct(12))
-                f[f_ioprio] = Val::n(r.pick<std::uint64_t>({1, 2, 4, 16}));
-            break;
-        }
-        case opc::epoll_ctl:
-            f[f_fd] = r.pct(80) ? Val::fd("EPOLL") : fd_from({"REG", "PIPE_R"});
-            f[f_len] =
-                Val::n(r.pick<std::uint64_t>({EPOLL_CTL_ADD, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, 0, 9}));
-            f[f_off] = r.pct(90) ? Val::fd(env_fd_names[r.below(env_count)]) : bad_fd();
-            f[f_addr] =
-                r.pct(88)
-                    ? Val::obj(add("epev",
-                                   {{"events", Val::n(r.pick<std::uint64_t>({EPOLLIN, EPOLLOUT, EPOLLIN | EPOLLET,
-                                                                             EPOLLEXCLUSIVE | EPOLLIN, 0xffffffffu}))},
-                                    {"data", Val::n(7)}}))
-                    : bad_ptr();
-            break;
-        case opc::shutdown:
-            f[f_fd] = fd_from(sock_fds);
-            f[f_len] = Val::n(r.pick<std::uint64_t>({SHUT_RD, SHUT_WR, SHUT_RDWR, 3, 99}));
-            break;
-        case opc::renameat:
-        case opc::linkat:
-            f[f_fd] = dirfd();
-            f[f_addr] = path(false);
-            f[f_len] = dirfd();
-            f[f_off] = path();
-            if (q.opcode == opc::renameat)
-                f[f_opflags] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({1, 2, 4, 8}));
-            else
-                f[f_opflags] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, 1}));
-            break;
-        case opc::unlinkat:
-            f[f_fd] = dirfd();
-            f[f_addr] = path(false);
-            f[f_opflags] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({AT_REMOVEDIR, AT_REMOVEDIR, 1}));
-            break;
-        case opc::mkdirat:
-            f[f_fd] = dirfd();
-            f[f_addr] = path();
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0755, 0755, 0, 07777}));
-            break;
-        case opc::symlinkat:
-            f[f_fd] = dirfd();
-            f[f_addr] = r.pct(90) ? Val::obj(add("str", {}, r.pick({"data", "nowhere", "sub", ""}))) : bad_ptr();
-            f[f_off] = path();
-            break;
-        case opc::socket:
-            f[f_fd] = Val::i(r.pick<std::int64_t>({AF_INET, AF_INET, AF_UNIX, AF_INET6, 9999, -1}));
-            f[f_off] = Val::n(r.pick<std::uint64_t>(
-                {SOCK_STREAM, SOCK_STREAM, SOCK_DGRAM, SOCK_STREAM | SOCK_NONBLOCK, SOCK_STREAM | SOCK_CLOEXEC, 99}));
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0, 0, 6, 17, 255}));
-            f[f_opflags] = Val::n(r.pct(95) ? 0 : 1);
-            f[f_fi] = file_index();
-            break;
-        case opc::ftruncate:
-            f[f_fd] = fd_from(file_fds);
-            f[f_off] = Val::n(r.pick<std::uint64_t>({0, 100, 8192, static_cast<std::uint64_t>(-1), 1ull << 40}));
-            break;
-        case opc::bind: {
-            f[f_fd] = fd_from({"TCP_NEW", "TCP_NEW", "UDP", "LISTEN", "UNIX_A", "REG"});
-            const char* k = r.pick({"any", "any", "unix", "badfam", "listen"});
-            f[f_addr] = r.pct(90) ? Val::obj(add("sa", {}, k)) : bad_ptr();
-            f[f_off] =
-                Val::n(r.pct(80) ? (std::strcmp(k, "unix") == 0 ? 110 : 16) : r.pick<std::uint64_t>({0, 4, 1000}));
-            break;
-        }
-        case opc::listen:
-            f[f_fd] = fd_from({"TCP_NEW", "TCP_NEW", "LISTEN", "UDP", "UNIX_A", "TCP_C", "REG"});
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0, 1, 128, 0xffffffffu}));
-            break;
-        case opc::splice:
-        case opc::tee: {
-            const bool tee = q.opcode == opc::tee;
-            f[f_fi] = tee ? fd_from({"PIPE_R", "PIPE_R_EMPTY", "PIPE_R_FULL", "PIPE_R_NB", "REG"})
-                          : fd_from({"PIPE_R", "PIPE_R_EMPTY", "PIPE_R_FULL", "REG", "MEMFD", "UNIX_A", "DEVNULL"});
-            f[f_fd] = tee ? fd_from({"PIPE_W", "PIPE_W_EMPTY", "PIPE_W_FULL", "PIPE_W_NB", "DEVNULL"})
-                          : fd_from({"PIPE_W", "PIPE_W_EMPTY", "PIPE_W_FULL", "REG", "DEVNULL", "UNIX_B"});
-            if (!tee) {
-                f[f_addr] = Val::n(r.pct(70) ? static_cast<std::uint64_t>(-1) : r.pick<std::uint64_t>({0, 100}));
-                f[f_off] = Val::n(r.pct(70) ? static_cast<std::uint64_t>(-1) : r.pick<std::uint64_t>({0, 100}));
-            }
-            f[f_len] = Val::n(r.pick<std::uint64_t>({0, 16, 4096, 65536}));
-            f[f_opflags] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 2, 0x80000000u, 0x100}));
-            break;
-        }
-        case opc::madvise: {
-            // A page-aligned buffer of the arena (lengths stay within the arena: advice such as
-            // MADV_DONTNEED over the child's own heap would crash both sides alike).
-            const auto x = r.below(100);
-            if (x < 72)
-                f[f_addr] = Val::obj(add("buf", {{"size", Val::n(8192)}, {"align", Val::n(4096)}, {"pat", Val::n(1)}}),
-                                     r.pct(90) ? 0 : 100);
-            else if (x < 80)
-                f[f_addr] = Val::ptr("protnone");
-            else
-                f[f_addr] = bad_ptr();
-            // (The length is in off, or in len when off is 0.)
-            const std::uint64_t len = r.pick<std::uint64_t>(
-                {4096, 8192, 8192, 100, 0, 12288, static_cast<std::uint64_t>(-1), 0xfffffffffffff000ull});
-            f[r.pct(70) ? f_off : f_len] = Val::n(len);
-            f[f_opflags] = Val::n(r.pick<std::uint64_t>(
-                {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_DONTNEED, MADV_COLD,
-                 MADV_PAGEOUT, MADV_POPULATE_READ, MADV_POPULATE_WRITE, MADV_DONTDUMP, MADV_REMOVE, 999}));
-            if (r.pct(5))
-                f[r.pct(50) ? f_fi : f_bufidx] = Val::n(1); // (splice_fd_in, buf_index: the kernel wants 0)
-            break;
-        }
-        case opc::setxattr:
-        case opc::getxattr:
-        case opc::fsetxattr:
-        case opc::fgetxattr: {
-            const bool set = q.opcode == opc::setxattr || q.opcode == opc::fsetxattr;
-            if (q.opcode == opc::fsetxattr || q.opcode == opc::fgetxattr)
-                f[f_fd] = fd_from(file_fds);
-            else
-                f[f_addr3] = path(false);
-            f[f_addr] = xattr_name();
-            // The value (a size past XATTR_SIZE_MAX, 65536, is -E2BIG for a set).
-            const std::uint32_t len = length(r.pick<std::uint32_t>({5, 16, 100, 65537}));
-            f[f_len] = Val::n(len);
-            f[f_off] = buffer(len, set);
-            if (set)
-                f[f_opflags] =
-                    Val::n(r.pct(60) ? 0 : r.pick<std::uint64_t>({XATTR_CREATE, XATTR_REPLACE, 3, 4, 0x100}));
-            else if (r.pct(10))
-                f[f_opflags] = Val::n(r.pick<std::uint64_t>({XATTR_CREATE, 0x100}));
-            break;
-        }
-        case opc::epoll_wait: {
-            const auto x = r.below(100);
-            f[f_fd] = x < 55   ? Val::fd("EPOLL_READY")
-                      : x < 75 ? Val::fd("EPOLL")
-                               : fd_from({"REG", "PIPE_R", "EVENTFD"});
-            // (EP_MAX_EVENTS is INT_MAX / 12: 0xAAAAAAA events are allowed, one more is not.)
-            const std::uint64_t max = r.pct(80) ? r.pick<std::uint64_t>({1, 2, 4, 16})
-                                                : r.pick<std::uint64_t>({0, 0xAAAAAAA, 0xAAAAAAB, 0xffffffffu});
-            f[f_len] = Val::n(max);
-            f[f_addr] = buffer(12 * std::min<std::uint64_t>(max, 16), false);
-            if (r.pct(6))
-                f[r.pick({f_off, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
-            break;
-        }
-        case opc::pipe:
-            f[f_addr] = r.pct(88) ? Val::obj(add("buf", {{"size", Val::n(8)}})) : bad_ptr();
-            f[f_opflags] =
-                Val::n(r.pct(60) ? 0
-                                 : r.pick<std::uint64_t>({O_CLOEXEC, O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, O_DIRECT,
-                                                          O_EXCL /*O_NOTIFICATION_PIPE*/, O_RDWR, 0x80000000u}));
-            f[f_fi] = file_index();
-            if (r.pct(6))
-                f[r.pct(50) ? f_fd : f_off] = Val::n(1); // (fields the kernel wants 0)
-            break;
-        case opc::futex_wait:
-        case opc::futex_wake: {
-            f[f_fd] = futex_flags(); // (not a descriptor: the futex2 flags)
-            f[f_addr] = futex_addr();
-            if (q.opcode == opc::futex_wake)
-                f[f_off] = Val::n(r.pct(85) ? r.pick<std::uint64_t>({1, 1, 2, 0x7fffffff})
-                                            : r.pick<std::uint64_t>({0, 0xffffffffu, 1ull << 32}));
-            else // (a value the word holds waits: until a wake of the case, or the harness's cancel)
-                f[f_off] = Val::n(r.pct(75) ? futex_value : r.pick<std::uint64_t>({futex_value + 1, 1ull << 32}));
-            f[f_addr3] = Val::n(r.pct(75) ? ringo::uring::compat::futex2::bitset_match_any
-                                          : r.pick<std::uint64_t>({1, 2, 0, 1ull << 32}));
-            if (r.pct(5))
-                f[r.pick({f_len, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
-            break;
-        }
-        default: break;
-        }
-        // Now and then a non-zero reserved or unused field, which io_uring refuses.
-        if (r.pct(3)) {
-            const int which = static_cast<int>(r.below(3));
-            q.f[which == 0 ? f_bufidx : which == 1 ? f_pers : f_addr3] = Val::n(1);
-        }
-    }
-
-    void sqe_flags(Sqe& q) {
-        const auto x = r.below(100);
-        std::uint64_t fl = 0;
-        if (x < 68)
-            fl = 0;
-        else if (x < 84)
-            fl = ringo::uring::compat::sqe_flag::io_link;
-        else if (x < 87)
-            fl = ringo::uring::compat::sqe_flag::io_hardlink;
-        else if (x < 90)
-            fl = ringo::uring::compat::sqe_flag::async;
-        else if (x < 92)
-            fl = ringo::uring::compat::sqe_flag::io_drain;
-        else if (x < 95)
-            fl = ringo::uring::compat::sqe_flag::cqe_skip_success;
-        else if (x < 97)
-            fl = ringo::uring::compat::sqe_flag::fixed_file;
-        else if (x < 99)
-            fl = ringo::uring::compat::sqe_flag::buffer_select;
-        else
-            fl = 0x80; // no such flag
-        q.f[f_flags] = Val::n(fl);
-    }
-};
 
 } // namespace
+
+Case Gen::make() {
+    const unsigned n = std::min(max, static_cast<unsigned>(r.pct(30) ? 1 : r.pct(50) ? 2 : r.pct(55) ? 3 : 4));
+    nsqe = static_cast<int>(n);
+    for (cur = 0; cur < nsqe; ++cur) {
+        Sqe q;
+        // (A futex wait is followed by a wake more often than chance has it.)
+        const bool wake = waited && r.pct(60);
+        q.opcode = wake ? opc::futex_wake : op_names[r.below(op_count)].op;
+        waited = q.opcode == opc::futex_wait;
+        fill(q);
+        sqe_flags(q);
+        c.sqes.push_back(q);
+    }
+    return c;
+}
+
+void Gen::fill(Sqe& q) {
+    Val* f = q.f;
+    switch (q.opcode) {
+    case opc::nop:
+        if (r.pct(35)) {
+            f[f_opflags] = Val::n(r.pick<std::uint64_t>({1, 2, 3, 0x100000}));
+            f[f_len] = Val::n(r.pick<std::uint64_t>({0, 5, 0xfffffff2u}));
+            f[f_fd] = fd_from({"REG", "PIPE_R"});
+        }
+        break;
+    case opc::read:
+    case opc::write: {
+        const bool w = q.opcode == opc::write;
+        f[f_fd] = fd_from(w ? write_fds : read_fds);
+        const std::uint32_t len = length(r.pick<std::uint32_t>({8, 16, 100, 4096, 8192}));
+        f[f_len] = Val::n(len);
+        f[f_addr] = buffer(len, w);
+        f[f_off] = offset();
+        f[f_opflags] = rw_flags();
+        f[f_ioprio] = ioprio_rw();
+        break;
+    }
+    case opc::readv:
+    case opc::writev: {
+        const bool w = q.opcode == opc::writev;
+        f[f_fd] = fd_from(w ? write_fds : read_fds);
+        const std::uint64_t cnt = iov_count();
+        f[f_len] = Val::n(cnt);
+        f[f_addr] = iovec(cnt, r.pick<std::uint64_t>({8, 16, 100, 4096}), w);
+        f[f_off] = offset();
+        f[f_opflags] = rw_flags();
+        f[f_ioprio] = ioprio_rw();
+        break;
+    }
+    case opc::fsync:
+        f[f_fd] = fd_from(file_fds);
+        f[f_opflags] = Val::n(r.pct(75) ? 0 : r.pick<std::uint64_t>({1, 2}));
+        if (r.pct(15)) {
+            f[f_off] = Val::n(100);
+            f[f_len] = Val::n(4096);
+        }
+        break;
+    case opc::sync_file_range:
+        f[f_fd] = fd_from(file_fds);
+        f[f_off] = offset();
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0, 4096, 0xffffffffu}));
+        f[f_opflags] = Val::n(r.pick<std::uint64_t>({0, 1, 2, 4, 7, 8}));
+        break;
+    case opc::poll_add:
+        f[f_fd] = r.pct(88) ? Val::fd(env_fd_names[r.below(env_count)]) : bad_fd();
+        f[f_opflags] = Val::n(r.pick<std::uint64_t>({POLLIN, POLLIN, POLLOUT, POLLIN | POLLOUT, POLLPRI, POLLRDHUP, 0,
+                                                     EPOLLET | POLLIN, EPOLLONESHOT | POLLIN, 0xffffffffu}));
+        f[f_len] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 8, 9, 0x100}));
+        break;
+    case opc::poll_remove:
+        f[f_addr] = ud_target();
+        if (r.pct(30)) {
+            f[f_len] = Val::n(r.pick<std::uint64_t>({2, 4, 6, 0x100}));
+            f[f_opflags] = Val::n(r.pick<std::uint64_t>({POLLIN, POLLOUT}));
+            f[f_off] = Val::n(0x7777);
+        }
+        break;
+    case opc::sendmsg:
+    case opc::recvmsg: {
+        const bool s = q.opcode == opc::sendmsg;
+        f[f_fd] = fd_from(s ? send_fds : recv_fds);
+        f[f_addr] = msghdr(s);
+        f[f_opflags] = msg_flags(s);
+        if (r.pct(10))
+            f[f_ioprio] = Val::n(r.pick<std::uint64_t>({1, 2, 4, 16}));
+        break;
+    }
+    case opc::timeout:
+        f[f_addr] = timespec();
+        f[f_len] = Val::n(r.pct(90) ? 1 : r.pick<std::uint64_t>({0, 2}));
+        f[f_off] = Val::n(r.pct(80) ? 0 : r.pick<std::uint64_t>({1, 2}));
+        f[f_opflags] = Val::n(r.pct(55) ? 0 : r.pick<std::uint64_t>({1, 4, 8, 32, 64, 9, 0x400}));
+        break;
+    case opc::timeout_remove:
+        f[f_addr] = ud_target();
+        if (r.pct(35)) {
+            f[f_opflags] = Val::n(r.pick<std::uint64_t>({2, 2, 0x400}));
+            f[f_off] = timespec();
+        }
+        break;
+    case opc::accept: {
+        f[f_fd] = fd_from({"LISTEN", "LISTEN", "LISTEN", "TCP_NEW", "TCP_C", "UNIX_A", "UDP", "REG"});
+        const auto x = r.below(100);
+        if (x < 55) {
+            f[f_addr] = sockaddr({"out"});
+            f[f_off] = r.pct(90) ? Val::obj(add("u32", {{"v", Val::n(r.pick<std::uint64_t>({128, 128, 16, 0, 1000}))}}))
+                                 : bad_ptr();
+        } else if (x < 90) {
+            // no address asked for
+        } else {
+            f[f_addr] = bad_ptr();
+            f[f_off] = r.pct(50) ? bad_ptr() : Val::obj(add("u32", {{"v", Val::n(128)}}));
+        }
+        f[f_opflags] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({SOCK_NONBLOCK, SOCK_CLOEXEC, 1}));
+        f[f_ioprio] = Val::n(r.pct(80) ? 0 : r.pick<std::uint64_t>({1, 2, 4}));
+        f[f_fi] = file_index();
+        break;
+    }
+    case opc::async_cancel:
+        f[f_addr] = ud_target();
+        f[f_opflags] = Val::n(r.pct(50) ? 0 : r.pick<std::uint64_t>({1, 2, 4, 3, 16, 32, 0x1000}));
+        if (r.pct(40))
+            f[f_fd] = fd_from({"PIPE_R_EMPTY", "UNIX_B", "TCP_S", "LISTEN"});
+        break;
+    case opc::connect: {
+        f[f_fd] = fd_from({"TCP_NEW", "TCP_NEW", "TCP_NEW", "TCP_C", "UDP", "UNIX_B", "REG"});
+        const char* k = r.pick({"listen", "listen", "refused", "udp", "unix", "badfam"});
+        f[f_addr] = r.pct(90) ? Val::obj(add("sa", {}, k)) : bad_ptr();
+        f[f_off] =
+            Val::n(r.pct(80) ? (std::strcmp(k, "unix") == 0 ? 110 : 16) : r.pick<std::uint64_t>({0, 4, 128, 1000}));
+        break;
+    }
+    case opc::fallocate:
+        f[f_fd] = fd_from(file_fds);
+        f[f_len] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({1, 3, 0x100}));
+        f[f_off] = Val::n(r.pick<std::uint64_t>({0, 100, static_cast<std::uint64_t>(-1)}));
+        // (Lengths stay small: a memfd has no size limit, and fallocate really allocates.)
+        f[f_addr] = Val::n(r.pick<std::uint64_t>({4096, 100, 0, static_cast<std::uint64_t>(-1), 1u << 20}));
+        break;
+    case opc::openat:
+        f[f_fd] = dirfd();
+        f[f_addr] = path();
+        f[f_opflags] = open_flags();
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0644, 0644, 0, 0777, 0xffffffffu}));
+        f[f_fi] = file_index();
+        break;
+    case opc::openat2: {
+        f[f_fd] = dirfd();
+        f[f_addr] = path();
+        std::vector<std::pair<std::string, Val>> how{
+            {"flags", open_flags()},
+            {"mode", Val::n(r.pick<std::uint64_t>({0644, 0, 0, 0xffffffffu}))},
+            {"resolve", Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 4, 8, 0x10, 0x20, 0x1000}))}};
+        if (r.pct(5))
+            how.emplace_back("tail", Val::n(1));
+        f[f_off] = r.pct(92) ? Val::obj(add("how", how)) : bad_ptr();
+        f[f_len] = Val::n(r.pct(85) ? 24 : r.pick<std::uint64_t>({0, 16, 32}));
+        f[f_fi] = file_index();
+        break;
+    }
+    case opc::close:
+        f[f_fd] = r.pct(85) ? Val::fd(env_fd_names[r.below(env_count)]) : bad_fd();
+        f[f_fi] = file_index();
+        break;
+    case opc::statx: {
+        const bool empty = r.pct(30);
+        if (empty) {
+            f[f_fd] = fd_from({"REG", "DIRECT", "PIPE_R", "UNIX_A", "MEMFD", "DIR", "EVENTFD", "DEVNULL"});
+            f[f_addr] = r.pct(90) ? Val::obj(add("str", {}, "")) : bad_ptr();
+            f[f_opflags] = Val::n(r.pct(85) ? AT_EMPTY_PATH : AT_EMPTY_PATH | AT_STATX_FORCE_SYNC);
+        } else {
+            f[f_fd] = dirfd();
+            f[f_addr] = r.pct(5) ? Val::obj(add("str", {}, "/")) : path(false);
+            f[f_opflags] =
+                Val::n(r.pct(60) ? 0
+                                 : r.pick<std::uint64_t>({AT_SYMLINK_NOFOLLOW, AT_STATX_FORCE_SYNC, AT_STATX_DONT_SYNC,
+                                                          AT_NO_AUTOMOUNT, AT_EMPTY_PATH, 0x80000000u}));
+        }
+        f[f_len] = Val::n(r.pct(75) ? 0x7ff : r.pick<std::uint64_t>({0xfff, 0, 0x80000000u}));
+        f[f_off] = r.pct(90) ? Val::obj(add("buf", {{"size", Val::n(256)}})) : bad_ptr();
+        break;
+    }
+    case opc::fadvise:
+        f[f_fd] = fd_from(file_fds);
+        f[f_off] = Val::n(r.pick<std::uint64_t>({0, 100, static_cast<std::uint64_t>(-1)}));
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0, 4096}));
+        f[f_opflags] = Val::n(r.pick<std::uint64_t>({0, 1, 2, 3, 4, 5, 100}));
+        break;
+    case opc::send:
+    case opc::recv: {
+        const bool s = q.opcode == opc::send;
+        f[f_fd] = fd_from(s ? send_fds : recv_fds);
+        const std::uint32_t len = length(r.pick<std::uint32_t>({4, 16, 100, 4096}));
+        f[f_len] = Val::n(len);
+        f[f_addr] = buffer(len, s);
+        f[f_opflags] = msg_flags(s);
+        if (s && r.pct(15)) {
+            f[f_off] = sockaddr({"udp", "refused", "listen", "badfam"});
+            f[f_fi] = Val::n(r.pick<std::uint64_t>({16, 16, 0, 200}));
+        }
+        if (r.pct(12))
+            f[f_ioprio] = Val::n(r.pick<std::uint64_t>({1, 2, 4, 16}));
+        break;
+    }
+    case opc::epoll_ctl:
+        f[f_fd] = r.pct(80) ? Val::fd("EPOLL") : fd_from({"REG", "PIPE_R"});
+        f[f_len] = Val::n(r.pick<std::uint64_t>({EPOLL_CTL_ADD, EPOLL_CTL_ADD, EPOLL_CTL_DEL, EPOLL_CTL_MOD, 0, 9}));
+        f[f_off] = r.pct(90) ? Val::fd(env_fd_names[r.below(env_count)]) : bad_fd();
+        f[f_addr] =
+            r.pct(88) ? Val::obj(add(
+                            "epev", {{"events", Val::n(r.pick<std::uint64_t>({EPOLLIN, EPOLLOUT, EPOLLIN | EPOLLET,
+                                                                              EPOLLEXCLUSIVE | EPOLLIN, 0xffffffffu}))},
+                                     {"data", Val::n(7)}}))
+                      : bad_ptr();
+        break;
+    case opc::shutdown:
+        f[f_fd] = fd_from(sock_fds);
+        f[f_len] = Val::n(r.pick<std::uint64_t>({SHUT_RD, SHUT_WR, SHUT_RDWR, 3, 99}));
+        break;
+    case opc::renameat:
+    case opc::linkat:
+        f[f_fd] = dirfd();
+        f[f_addr] = path(false);
+        f[f_len] = dirfd();
+        f[f_off] = path();
+        if (q.opcode == opc::renameat)
+            f[f_opflags] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({1, 2, 4, 8}));
+        else
+            f[f_opflags] = Val::n(r.pct(70) ? 0 : r.pick<std::uint64_t>({AT_SYMLINK_FOLLOW, AT_EMPTY_PATH, 1}));
+        break;
+    case opc::unlinkat:
+        f[f_fd] = dirfd();
+        f[f_addr] = path(false);
+        f[f_opflags] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({AT_REMOVEDIR, AT_REMOVEDIR, 1}));
+        break;
+    case opc::mkdirat:
+        f[f_fd] = dirfd();
+        f[f_addr] = path();
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0755, 0755, 0, 07777}));
+        break;
+    case opc::symlinkat:
+        f[f_fd] = dirfd();
+        f[f_addr] = r.pct(90) ? Val::obj(add("str", {}, r.pick({"data", "nowhere", "sub", ""}))) : bad_ptr();
+        f[f_off] = path();
+        break;
+    case opc::socket:
+        f[f_fd] = Val::i(r.pick<std::int64_t>({AF_INET, AF_INET, AF_UNIX, AF_INET6, 9999, -1}));
+        f[f_off] = Val::n(r.pick<std::uint64_t>(
+            {SOCK_STREAM, SOCK_STREAM, SOCK_DGRAM, SOCK_STREAM | SOCK_NONBLOCK, SOCK_STREAM | SOCK_CLOEXEC, 99}));
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0, 0, 6, 17, 255}));
+        f[f_opflags] = Val::n(r.pct(95) ? 0 : 1);
+        f[f_fi] = file_index();
+        break;
+    case opc::ftruncate:
+        f[f_fd] = fd_from(file_fds);
+        f[f_off] = Val::n(r.pick<std::uint64_t>({0, 100, 8192, static_cast<std::uint64_t>(-1), 1ull << 40}));
+        break;
+    case opc::bind: {
+        f[f_fd] = fd_from({"TCP_NEW", "TCP_NEW", "UDP", "LISTEN", "UNIX_A", "REG"});
+        const char* k = r.pick({"any", "any", "unix", "badfam", "listen"});
+        f[f_addr] = r.pct(90) ? Val::obj(add("sa", {}, k)) : bad_ptr();
+        f[f_off] = Val::n(r.pct(80) ? (std::strcmp(k, "unix") == 0 ? 110 : 16) : r.pick<std::uint64_t>({0, 4, 1000}));
+        break;
+    }
+    case opc::listen:
+        f[f_fd] = fd_from({"TCP_NEW", "TCP_NEW", "LISTEN", "UDP", "UNIX_A", "TCP_C", "REG"});
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0, 1, 128, 0xffffffffu}));
+        break;
+    case opc::splice:
+    case opc::tee: {
+        const bool tee = q.opcode == opc::tee;
+        f[f_fi] = tee ? fd_from({"PIPE_R", "PIPE_R_EMPTY", "PIPE_R_FULL", "PIPE_R_NB", "REG"})
+                      : fd_from({"PIPE_R", "PIPE_R_EMPTY", "PIPE_R_FULL", "REG", "MEMFD", "UNIX_A", "DEVNULL"});
+        f[f_fd] = tee ? fd_from({"PIPE_W", "PIPE_W_EMPTY", "PIPE_W_FULL", "PIPE_W_NB", "DEVNULL"})
+                      : fd_from({"PIPE_W", "PIPE_W_EMPTY", "PIPE_W_FULL", "REG", "DEVNULL", "UNIX_B"});
+        if (!tee) {
+            f[f_addr] = Val::n(r.pct(70) ? static_cast<std::uint64_t>(-1) : r.pick<std::uint64_t>({0, 100}));
+            f[f_off] = Val::n(r.pct(70) ? static_cast<std::uint64_t>(-1) : r.pick<std::uint64_t>({0, 100}));
+        }
+        f[f_len] = Val::n(r.pick<std::uint64_t>({0, 16, 4096, 65536}));
+        f[f_opflags] = Val::n(r.pct(65) ? 0 : r.pick<std::uint64_t>({1, 2, 0x80000000u, 0x100}));
+        break;
+    }
+    case opc::madvise: {
+        // A page-aligned buffer of the arena (lengths stay within the arena: advice such as
+        // MADV_DONTNEED over the child's own heap would crash both sides alike).
+        const auto x = r.below(100);
+        if (x < 72)
+            f[f_addr] = Val::obj(add("buf", {{"size", Val::n(8192)}, {"align", Val::n(4096)}, {"pat", Val::n(1)}}),
+                                 r.pct(90) ? 0 : 100);
+        else if (x < 80)
+            f[f_addr] = Val::ptr("protnone");
+        else
+            f[f_addr] = bad_ptr();
+        // (The length is in off, or in len when off is 0.)
+        const std::uint64_t len = r.pick<std::uint64_t>(
+            {4096, 8192, 8192, 100, 0, 12288, static_cast<std::uint64_t>(-1), 0xfffffffffffff000ull});
+        f[r.pct(70) ? f_off : f_len] = Val::n(len);
+        f[f_opflags] = Val::n(r.pick<std::uint64_t>(
+            {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_DONTNEED, MADV_COLD,
+             MADV_PAGEOUT, MADV_POPULATE_READ, MADV_POPULATE_WRITE, MADV_DONTDUMP, MADV_REMOVE, 999}));
+        if (r.pct(5))
+            f[r.pct(50) ? f_fi : f_bufidx] = Val::n(1); // (splice_fd_in, buf_index: the kernel wants 0)
+        break;
+    }
+    case opc::setxattr:
+    case opc::getxattr:
+    case opc::fsetxattr:
+    case opc::fgetxattr: {
+        const bool set = q.opcode == opc::setxattr || q.opcode == opc::fsetxattr;
+        if (q.opcode == opc::fsetxattr || q.opcode == opc::fgetxattr)
+            f[f_fd] = fd_from(file_fds);
+        else
+            f[f_addr3] = path(false);
+        f[f_addr] = xattr_name();
+        // The value (a size past XATTR_SIZE_MAX, 65536, is -E2BIG for a set).
+        const std::uint32_t len = length(r.pick<std::uint32_t>({5, 16, 100, 65537}));
+        f[f_len] = Val::n(len);
+        f[f_off] = buffer(len, set);
+        if (set)
+            f[f_opflags] = Val::n(r.pct(60) ? 0 : r.pick<std::uint64_t>({XATTR_CREATE, XATTR_REPLACE, 3, 4, 0x100}));
+        else if (r.pct(10))
+            f[f_opflags] = Val::n(r.pick<std::uint64_t>({XATTR_CREATE, 0x100}));
+        break;
+    }
+    case opc::epoll_wait: {
+        const auto x = r.below(100);
+        f[f_fd] = x < 55 ? Val::fd("EPOLL_READY") : x < 75 ? Val::fd("EPOLL") : fd_from({"REG", "PIPE_R", "EVENTFD"});
+        // (EP_MAX_EVENTS is INT_MAX / 12: 0xAAAAAAA events are allowed, one more is not.)
+        const std::uint64_t max = r.pct(80) ? r.pick<std::uint64_t>({1, 2, 4, 16})
+                                            : r.pick<std::uint64_t>({0, 0xAAAAAAA, 0xAAAAAAB, 0xffffffffu});
+        f[f_len] = Val::n(max);
+        f[f_addr] = buffer(12 * std::min<std::uint64_t>(max, 16), false);
+        if (r.pct(6))
+            f[r.pick({f_off, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
+        break;
+    }
+    case opc::pipe:
+        f[f_addr] = r.pct(88) ? Val::obj(add("buf", {{"size", Val::n(8)}})) : bad_ptr();
+        f[f_opflags] =
+            Val::n(r.pct(60) ? 0
+                             : r.pick<std::uint64_t>({O_CLOEXEC, O_NONBLOCK, O_NONBLOCK | O_CLOEXEC, O_DIRECT,
+                                                      O_EXCL /*O_NOTIFICATION_PIPE*/, O_RDWR, 0x80000000u}));
+        f[f_fi] = file_index();
+        if (r.pct(6))
+            f[r.pct(50) ? f_fd : f_off] = Val::n(1); // (fields the kernel wants 0)
+        break;
+    case opc::futex_wait:
+    case opc::futex_wake: {
+        f[f_fd] = futex_flags(); // (not a descriptor: the futex2 flags)
+        f[f_addr] = futex_addr();
+        if (q.opcode == opc::futex_wake)
+            f[f_off] = Val::n(r.pct(85) ? r.pick<std::uint64_t>({1, 1, 2, 0x7fffffff})
+                                        : r.pick<std::uint64_t>({0, 0xffffffffu, 1ull << 32}));
+        else // (a value the word holds waits: until a wake of the case, or the harness's cancel)
+            f[f_off] = Val::n(r.pct(75) ? futex_value : r.pick<std::uint64_t>({futex_value + 1, 1ull << 32}));
+        f[f_addr3] = Val::n(r.pct(75) ? ringo::uring::compat::futex2::bitset_match_any
+                                      : r.pick<std::uint64_t>({1, 2, 0, 1ull << 32}));
+        if (r.pct(5))
+            f[r.pick({f_len, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
+        break;
+    }
+    default: break;
+    }
+    // Now and then a non-zero reserved or unused field, which io_uring refuses.
+    if (r.pct(3)) {
+        const int which = static_cast<int>(r.below(3));
+        q.f[which == 0 ? f_bufidx : which == 1 ? f_pers : f_addr3] = Val::n(1);
+    }
+}
+
+void Gen::sqe_flags(Sqe& q) {
+    const auto x = r.below(100);
+    std::uint64_t fl = 0;
+    if (x < 68)
+        fl = 0;
+    else if (x < 84)
+        fl = ringo::uring::compat::sqe_flag::io_link;
+    else if (x < 87)
+        fl = ringo::uring::compat::sqe_flag::io_hardlink;
+    else if (x < 90)
+        fl = ringo::uring::compat::sqe_flag::async;
+    else if (x < 92)
+        fl = ringo::uring::compat::sqe_flag::io_drain;
+    else if (x < 95)
+        fl = ringo::uring::compat::sqe_flag::cqe_skip_success;
+    else if (x < 97)
+        fl = ringo::uring::compat::sqe_flag::fixed_file;
+    else if (x < 99)
+        fl = ringo::uring::compat::sqe_flag::buffer_select;
+    else
+        fl = 0x80; // no such flag
+    q.f[f_flags] = Val::n(fl);
+}
 
 // Case INDEX of SEED: its SQEs (at most max_sqes) and their objects.
 Case generate(std::uint64_t seed, std::uint64_t index, unsigned max_sqes) { return Gen(seed, index, max_sqes).make(); }

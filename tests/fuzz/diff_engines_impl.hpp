@@ -1,7 +1,9 @@
 // tests/fuzz/diff_engines_impl.hpp - what the files of the differential fuzzer share (the model
 // of a case, which diff_engines_known.cpp sees too, is diff_engines.hpp). The files, by role:
 //   diff_engines_text.cpp     names of opcodes and fields, the classifiers' helpers, a case's text
-//   diff_engines_gen.cpp      the generator: the grammar of opcodes and argument values
+//   diff_engines_gen.hpp      the generator's random numbers and state
+//   diff_engines_gen.cpp      the generator: the grammar of opcodes (which fields each one gets)
+//   diff_engines_gen_values.cpp  the grammar of argument values, good and bad
 //   diff_engines_env.cpp      a child's environment, the arena and the case's objects in it
 //   diff_engines_child.cpp    a child: runs the case on one engine, reports CQEs and effects
 //   diff_engines_runner.cpp   the parent's side of a child (deadline, report), rerun and shrink
