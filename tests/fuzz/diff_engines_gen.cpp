@@ -336,10 +336,14 @@ void Gen::fill(Sqe& q) {
             f[f_addr] = Val::ptr("protnone");
         else
             f[f_addr] = bad_ptr();
-        // (The length is in off, or in len when off is 0.)
+        // (The length is in off, or in len when off is 0. The huge ones, in off, wrap around
+        // from any address but null: -EINVAL; from null, 2^64-4096 would reach everything.)
         const std::uint64_t len = r.pick<std::uint64_t>(
             {4096, 8192, 8192, 100, 0, 12288, static_cast<std::uint64_t>(-1), 0xfffffffffffff000ull});
-        f[r.pct(70) ? f_off : f_len] = Val::n(len);
+        const bool huge = len > 12288;
+        f[huge || r.pct(70) ? f_off : f_len] = Val::n(len);
+        if (huge && f[f_addr].is_num(0))
+            f[f_addr] = Val::ptr("unmapped");
         f[f_opflags] = Val::n(r.pick<std::uint64_t>(
             {MADV_NORMAL, MADV_RANDOM, MADV_SEQUENTIAL, MADV_WILLNEED, MADV_DONTNEED, MADV_DONTNEED, MADV_COLD,
              MADV_PAGEOUT, MADV_POPULATE_READ, MADV_POPULATE_WRITE, MADV_DONTDUMP, MADV_REMOVE, 999}));
