@@ -161,6 +161,8 @@ const std::vector<Known>& known_differences();
 // Helpers the classifiers use.
 /// The SQE a difference concerns, or nullptr.
 const Sqe* sqe_of(const Case& c, const Diff& d);
+/// True when the SQE makes descriptors (openat, openat2, socket, accept, pipe).
+bool makes_fd(const Sqe& q);
 /// True when any SQE of the case has opcode `op`.
 bool has_opcode(const Case& c, std::uint8_t op);
 /// True when the value names a descriptor of the environment called `env`.

@@ -217,10 +217,6 @@ bool follows(const Case& c, const Verdict& v, std::size_t at) {
     }
     // A descriptor the case makes (NEWn) or its number: what names it, or gets a number after it,
     // follows from a difference of an SQE that makes one.
-    auto makes_fd = [](const Sqe& s) {
-        return s.opcode == opc::openat || s.opcode == opc::openat2 || s.opcode == opc::socket ||
-               s.opcode == opc::accept;
-    };
     const bool names_new = std::any_of(std::begin(q.f), std::end(q.f), [](const Val& v) {
         return v.kind == Val::Kind::fd && v.name.rfind("NEW", 0) == 0;
     });
@@ -236,6 +232,14 @@ bool follows(const Case& c, const Verdict& v, std::size_t at) {
             if ((connection(p.f[f_fd]) == mine || connection(p.f[f_fi]) == mine) && differs(k))
                 return true;
         }
+    // A futex wait and a wake of the same word: what one did, the other found.
+    auto futex = [](const Sqe& s) { return s.opcode == opc::futex_wait || s.opcode == opc::futex_wake; };
+    auto same = [](const Val& a, const Val& b) { return a.kind == b.kind && a.num == b.num && a.name == b.name; };
+    if (futex(q))
+        for (std::size_t k = 0; k < c.sqes.size(); ++k)
+            if (static_cast<int>(k) != d.sqe && futex(c.sqes[k]) && c.sqes[k].opcode != q.opcode &&
+                same(c.sqes[k].f[f_addr], q.f[f_addr]) && differs(static_cast<int>(k)))
+                return true;
     if (q.opcode == opc::timeout && !q.f[f_off].is_num(0))
         for (std::size_t i = 0; i < c.sqes.size(); ++i)
             if (static_cast<int>(i) != d.sqe && differs(static_cast<int>(i)))

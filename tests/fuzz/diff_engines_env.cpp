@@ -231,9 +231,8 @@ EnvInfo make_env(const std::string& work) {
     {
         const int ep = ::epoll_create1(0);
         need(ep >= 0, "epoll_create1");
-        const std::pair<int, std::uint32_t> regs[] = {{env_index("PIPE_R"), EPOLLIN},
-                                                      {env_index("UNIX_B"), EPOLLOUT},
-                                                      {env_index("PIPE_R_EMPTY"), EPOLLIN}};
+        const std::pair<int, std::uint32_t> regs[] = {
+            {env_index("PIPE_R"), EPOLLIN}, {env_index("UNIX_B"), EPOLLOUT}, {env_index("PIPE_R_EMPTY"), EPOLLIN}};
         std::uint64_t data = 1;
         for (const auto& [k, events] : regs) {
             epoll_event e{};

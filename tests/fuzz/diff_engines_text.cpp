@@ -52,6 +52,11 @@ const Sqe* sqe_of(const Case& c, const Diff& d) {
                                                                          : nullptr;
 }
 
+bool makes_fd(const Sqe& q) {
+    return q.opcode == opc::openat || q.opcode == opc::openat2 || q.opcode == opc::socket || q.opcode == opc::accept ||
+           q.opcode == opc::pipe;
+}
+
 bool has_opcode(const Case& c, std::uint8_t op) {
     return std::any_of(c.sqes.begin(), c.sqes.end(), [op](const Sqe& s) { return s.opcode == op; });
 }
