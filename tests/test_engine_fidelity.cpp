@@ -2,7 +2,7 @@
 // same raw SQEs on a ring of each engine (uring::Ring made with EngineKind::io_uring and
 // EngineKind::epoll) and compares the CQEs, and with what the kernel documents. Where io_uring
 // cannot be set up (a seccomp profile refuses it) the epoll side is checked against the
-// expected answer alone. (tests/fuzz/diff_engines.cpp draws such cases at random; these are
+// expected answer alone. (tests/fuzz/diff_engines_gen.cpp draws such cases at random; these are
 // the ones it, or a reader, found, kept as tests.)
 #include "engine_fidelity.hpp"
 

@@ -1,6 +1,6 @@
 // tests/fuzz/diff_engines.hpp - the model shared by the differential fuzzer of the epoll
-// engine (tests/fuzz/diff_engines.cpp) and its list of known differences
-// (tests/fuzz/diff_engines_known.cpp).
+// engine (tests/fuzz/diff_engines*.cpp, its files listed in diff_engines_impl.hpp) and its list
+// of known differences (tests/fuzz/diff_engines_known.cpp).
 //
 // A case is a few raw SQEs and the memory objects they point at, kept symbolic: a descriptor
 // is named by what it is in the test environment ("fd:PIPE_R"), a pointer by the object it
@@ -44,7 +44,8 @@ struct Val {
 
 /// A memory object of a case: laid out in an arena mapped at the same address in every child.
 /// Kinds and their fields (missing fields are 0):
-///   buf  size, fill (the byte it starts filled with, default 0xCC), pat (1: "ABC..." instead)
+///   buf  size, fill (the byte it starts filled with, default 0xCC), pat (1: "ABC..." instead),
+///        align (its address a multiple of this power of two, e.g. a page; default 64)
 ///   iov  elements (base:len each)
 ///   msg  name, namelen, iov, iovlen, control, controllen, flags (a struct msghdr)
 ///   str  text (a NUL-terminated path or symlink target)
@@ -160,6 +161,8 @@ const std::vector<Known>& known_differences();
 // Helpers the classifiers use.
 /// The SQE a difference concerns, or nullptr.
 const Sqe* sqe_of(const Case& c, const Diff& d);
+/// True when the SQE makes descriptors (openat, openat2, socket, accept, pipe).
+bool makes_fd(const Sqe& q);
 /// True when any SQE of the case has opcode `op`.
 bool has_opcode(const Case& c, std::uint8_t op);
 /// True when the value names a descriptor of the environment called `env`.

@@ -42,7 +42,6 @@ bool op_in(const Sqe& q, std::initializer_list<std::uint8_t> ops) {
             return true;
     return false;
 }
-bool makes_fd(const Sqe& q) { return op_in(q, {opc::openat, opc::openat2, opc::socket, opc::accept}); }
 bool rw_op(const Sqe& q) { return op_in(q, {opc::read, opc::write, opc::readv, opc::writev}); }
 bool socket_io(const Sqe& q) { return op_in(q, {opc::send, opc::recv, opc::sendmsg, opc::recvmsg}); }
 bool path_op(const Sqe& q) {
@@ -64,7 +63,7 @@ bool socket_fd(const Val& v) {
 bool nonseekable_fd(const Val& v) {
     return socket_fd(v) ||
            fd_in(v, {"PIPE_R", "PIPE_W", "PIPE_R_EMPTY", "PIPE_W_EMPTY", "PIPE_R_FULL", "PIPE_W_FULL", "PIPE_R_NB",
-                     "PIPE_W_NB", "DEVNULL", "EVENTFD", "TIMERFD", "TIMERFD_IDLE", "EPOLL"});
+                     "PIPE_W_NB", "DEVNULL", "EVENTFD", "TIMERFD", "TIMERFD_IDLE", "EPOLL", "EPOLL_READY"});
 }
 // A pointer the kernel cannot read whole: a bad pointer, or a string that runs into the
 // guard page (an object at the arena's edge).
@@ -169,7 +168,7 @@ bool some_sqe(const Case& c, const Diff& d, P p) {
             return true;
     return false;
 }
-// The value of "key=" in a descriptor's description (diff_engines.cpp's describe_fd).
+// The value of "key=" in a descriptor's description (diff_engines_child.cpp's describe_fd).
 std::string field_of(const std::string& desc, const std::string& key) {
     auto at = desc.find(" " + key + "=");
     if (at == std::string::npos)
@@ -585,7 +584,7 @@ const std::vector<Known> classes = {
      "-EINVAL at once",
      [](const Case& c, const Diff& d) {
          const Sqe* q = sqe_of(c, d);
-         return q && rw_op(*q) && is_fd(q->f[f_fd], "EPOLL") && result(d) && d.res_epoll == -EINVAL;
+         return q && rw_op(*q) && fd_in(q->f[f_fd], {"EPOLL", "EPOLL_READY"}) && result(d) && d.res_epoll == -EINVAL;
      }},
     {"close-ends-waiters",
      "a close of a descriptor another SQE of the submission uses: io_uring's request holds the file (and waits "
