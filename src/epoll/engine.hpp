@@ -118,6 +118,7 @@ struct Engine final : QueueEngine {
         // the descriptor it waits on (a splice's or tee's input or output). On the pool, a
         // splice or tee first made without waiting (splice_try).
         bool gated = false;
+        bool refused = false; // ended by the kernel's checks before it ran (refuse)
         // What submit's fast path found when it tried a read at once (read_now), or a socket
         // call (missed: -EAGAIN), before the record was made: start does not try again.
         unsigned char first_try = 0; // an AtOnce
@@ -695,6 +696,7 @@ struct Engine final : QueueEngine {
     static bool is_futex_wait(std::uint8_t op) noexcept { return op == opc::futex_wait || op == opc::futex_waitv; }
     int pipe_now(const io_uring_sqe& s);
     void finish_or_pool(Pending* p, int checked);
+    void refuse(Pending* p, int err);
 
     void submit(unsigned n);
     // The SQE at the head (`s`) ended as it was taken, with `r`: the head moves past it and

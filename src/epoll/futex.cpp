@@ -78,8 +78,8 @@ int Engine::futex_checks(const io_uring_sqe& s) noexcept {
     if (s.len || s.rw_flags || s.buf_index || s.file_index)
         return -EINVAL;
     const auto flags = static_cast<std::uint32_t>(s.fd);
-    if ((flags & ~(3u | f2::private_)) || (flags & 3u) != f2::size_u32)
-        return -EINVAL; // (the engine has no NUMA futexes)
+    if ((flags & ~(3u | f2::mpol | f2::private_)) || (flags & 3u) != f2::size_u32)
+        return -EINVAL; // (the engine has no NUMA futexes; FUTEX2_MPOL alone is a hint, taken)
     if ((s.off >> 32) || (s.addr3 >> 32) || s.addr3 == 0)
         return -EINVAL;
     if (s.addr % 4)
@@ -138,7 +138,7 @@ int Engine::futex_wait_call(Pending* p) noexcept {
         struct futex_waitv w[2] = {};
         w[0].val = s.off;
         w[0].uaddr = s.addr;
-        w[0].flags = static_cast<std::uint32_t>(s.fd);
+        w[0].flags = static_cast<std::uint32_t>(s.fd) & ~f2::mpol; // (a hint without FUTEX2_NUMA)
         w[1].val = 0;
         w[1].uaddr = reinterpret_cast<std::uintptr_t>(&p->kick);
         w[1].flags = f2::size_u32 | f2::private_;
@@ -272,7 +272,8 @@ void Engine::futex_waitv_start(Pending* p) {
         return;
     }
     for (const Pending::FutexWord& w : p->words)
-        if ((w.flags & ~(3u | f2::private_)) || (w.flags & 3u) != f2::size_u32 || w.reserved || (w.val >> 32)) {
+        if ((w.flags & ~(3u | f2::mpol | f2::private_)) || (w.flags & 3u) != f2::size_u32 || w.reserved ||
+            (w.val >> 32)) {
             finish(p, -EINVAL); // (the engine has no NUMA futexes)
             return;
         }
@@ -297,7 +298,7 @@ int Engine::futex_waitv_call(Pending* p) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
         w[i].val = p->words[i].val;
         w[i].uaddr = p->words[i].uaddr;
-        w[i].flags = p->words[i].flags;
+        w[i].flags = p->words[i].flags & ~f2::mpol;
     }
     const bool kick_word = n < waitv_max;
     if (kick_word) {

@@ -113,6 +113,7 @@ Engine::Pending* Engine::make() {
     p->connecting = false;
     p->recheck = false;
     p->gated = false;
+    p->refused = false;
     p->first_try = 0;
     p->done_io = 0;
     p->drain_started = false;
@@ -171,7 +172,7 @@ void Engine::finish(Pending* p, int res) {
         post_zc(p, res); // (IOSQE_CQE_SKIP_SUCCESS: refused at its start, as the kernel refuses it)
     } else if (!(p->sqe.flags & compat::sqe_flag::cqe_skip_success)) [[likely]] {
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
-    } else if (res < 0 || breaks_link(p, res)) {
+    } else if (breaks_link(p, res)) {
         // IOSQE_CQE_SKIP_SUCCESS: a result that fails the link is posted (and the rest of
         // the link is cancelled without CQEs of its own, as the kernel skips them).
         post(p->sqe.user_data, res, res >= 0 ? p->cflags : 0);
@@ -221,8 +222,35 @@ std::uint32_t Engine::vector_length(const io_uring_sqe& s) noexcept {
 // that moved fewer bytes than asked, and a recv or send with MSG_WAITALL that did.
 bool Engine::breaks_link(const Pending* p, int res) noexcept {
     const io_uring_sqe& s = p->sqe;
-    if (res < 0)
-        return !(s.opcode == opc::timeout && res == -ETIME && (s.timeout_flags & compat::timeout_etime_success));
+    if (res < 0) {
+        // The kernel marks most failures as failing the link, not these calls' own: the next
+        // member runs, and with IOSQE_CQE_SKIP_SUCCESS no CQE is posted for the error either.
+        // (Its checks' refusals before a call runs fail the link all the same: refuse.)
+        if (p->refused)
+            return true;
+        switch (s.opcode) {
+        case opc::fsync:
+        case opc::sync_file_range:
+        case opc::fallocate:
+        case opc::ftruncate:
+        case opc::shutdown:
+        case opc::statx:
+        case opc::renameat:
+        case opc::unlinkat:
+        case opc::mkdirat:
+        case opc::symlinkat:
+        case opc::linkat:
+        case opc::madvise:
+        case opc::getxattr:
+        case opc::fgetxattr:
+        case opc::setxattr:
+        case opc::fsetxattr: return false;
+        case opc::futex_wait:
+        case opc::futex_waitv: return res != -ECANCELED; // (a cancelled wait is not a failure)
+        case opc::timeout: return !(res == -ETIME && (s.timeout_flags & compat::timeout_etime_success));
+        default: return true;
+        }
+    }
     switch (s.opcode) {
     case opc::read:
     case opc::write: return !(s.flags & compat::sqe_flag::buffer_select) && static_cast<std::uint32_t>(res) != s.len;

@@ -205,9 +205,16 @@ int Engine::pipe_now(const io_uring_sqe& s) {
 // A call the pool makes once its checks (`checked`: 0, or the kernel's -errno) passed.
 void Engine::finish_or_pool(Pending* p, int checked) {
     if (checked < 0)
-        finish(p, checked);
+        refuse(p, checked);
     else
         to_pool(p);
+}
+
+// An SQE the kernel's checks refuse before it runs: that fails its link, whatever the opcode
+// (breaks_link; a call that ran and failed does not fail the link for some opcodes).
+void Engine::refuse(Pending* p, int err) {
+    p->refused = true;
+    finish(p, err);
 }
 
 // Starts one SQE (held ones of a link start when their predecessor ends).
@@ -388,12 +395,18 @@ void Engine::start(Pending* p) {
         return;
     case opc::getxattr:
     case opc::fgetxattr:
-        finish_or_pool(p, s.xattr_flags ? -EINVAL : 0); // (a get takes no flags)
-        return;
     case opc::setxattr:
-    case opc::fsetxattr:
-        finish_or_pool(p, s.xattr_flags & ~unsigned(XATTR_CREATE | XATTR_REPLACE) ? -EINVAL : 0);
+    case opc::fsetxattr: {
+        // (A get takes no flags. Then the descriptor, looked up as the kernel looks it up:
+        // fgetxattr(2) and fsetxattr(2) take AT_FDCWD for the working directory since 6.13,
+        // io_uring's do not.)
+        const bool get = s.opcode == opc::getxattr || s.opcode == opc::fgetxattr;
+        int r = s.xattr_flags & ~(get ? 0u : unsigned(XATTR_CREATE | XATTR_REPLACE)) ? -EINVAL : 0;
+        if (r == 0 && (s.opcode == opc::fgetxattr || s.opcode == opc::fsetxattr) && s.fd < 0)
+            r = -EBADF;
+        finish_or_pool(p, r);
         return;
+    }
     case opc::epoll_wait:
         if (s.off || s.rw_flags || s.buf_index || compat::sqe_field::splice_fd_in(s)) {
             finish(p, -EINVAL);
@@ -402,7 +415,7 @@ void Engine::start(Pending* p) {
         break; // (by readiness: an epoll descriptor is ready when an event waits in it)
     case opc::statx:
         if (!s.addr) { // (statx(2) takes a null path with AT_EMPTY_PATH since 6.11; io_uring does not)
-            finish(p, -EFAULT);
+            refuse(p, -EFAULT);
             return;
         }
         if (statx_at_once(p))
@@ -410,6 +423,13 @@ void Engine::start(Pending* p) {
         to_pool(p);
         return;
     case opc::fsync:
+        // (As the kernel checks it: fields it wants zero, and no flag but DATASYNC.)
+        if (s.addr || s.buf_index || compat::sqe_field::splice_fd_in(s) || (s.fsync_flags & ~compat::fsync_datasync)) {
+            refuse(p, -EINVAL);
+            return;
+        }
+        to_pool(p);
+        return;
     case opc::sync_file_range:
     case opc::fallocate:
     case opc::ftruncate:

@@ -320,12 +320,6 @@ const std::vector<Known> classes = {
          const Sqe* q = sqe_of(c, d);
          return q && q->opcode == opc::nop && (num(q->f[f_opflags]) & ~std::uint64_t{1}) && result(d);
      }},
-    {"fsync-flags", "fsync_flags other than IORING_FSYNC_DATASYNC: io_uring -EINVAL, the engine ignores them",
-     [](const Case& c, const Diff& d) {
-         const Sqe* q = sqe_of(c, d);
-         return q && q->opcode == opc::fsync && (num(q->f[f_opflags]) & ~std::uint64_t{1}) && result(d) &&
-                d.res_uring == -EINVAL;
-     }},
     {"poll-add-flags",
      "poll_add with flags in len other than IORING_POLL_ADD_MULTI (ADD_LEVEL, unknown bits), or events with "
      "EPOLLET/EPOLLONESHOT/EPOLLEXCLUSIVE: io_uring -EINVAL (EPOLLONESHOT with ADD_MULTI: one shot), the engine "
@@ -641,23 +635,6 @@ const std::vector<Known> classes = {
 
     // ---- orderings within one submission
 
-    {"link-continues-after-failure",
-     "a link after a failed fsync, sync_file_range, fallocate, ftruncate, shutdown, statx or path call (renameat, "
-     "unlinkat, mkdirat, symlinkat, linkat): io_uring does not mark those failures and runs the next member, the "
-     "engine cancels it",
-     [](const Case& c, const Diff& d) {
-         if (!result(d) || d.sqe <= 0 || d.all_uring.empty() || d.res_epoll != -ECANCELED)
-             return false;
-         for (int k = d.sqe - 1; k >= 0 && links(c.sqes[static_cast<std::size_t>(k)]); --k) {
-             const Sqe& p = c.sqes[static_cast<std::size_t>(k)];
-             const int r = d.all_uring[static_cast<std::size_t>(k)];
-             if (r < 0 && r != no_result &&
-                 op_in(p, {opc::fsync, opc::sync_file_range, opc::fallocate, opc::ftruncate, opc::shutdown, opc::statx,
-                           opc::renameat, opc::unlinkat, opc::mkdirat, opc::symlinkat, opc::linkat}))
-                 return true;
-         }
-         return false;
-     }},
     {"cancel-pool-call",
      "async_cancel of a call io_uring had queued to io-wq (fsync, fallocate, fadvise, path calls, opens, ...): "
      "io_uring cancels it; the engine's pool call runs to its end (the cancel answers -EALREADY)",
@@ -745,6 +722,19 @@ const std::vector<Known> classes = {
                  connection(p.f[f_fd]) == connection(q->f[f_fd]))
                  return true;
          }
+         return false;
+     }},
+    {"fadvise-runs-later",
+     "an fadvise with advice other than NORMAL, RANDOM or SEQUENTIAL and an unlinked close of its descriptor "
+     "submitted with it: io_uring makes that fadvise from io-wq, after the close, the engine at once (unlinked "
+     "SQEs have no order)",
+     [](const Case& c, const Diff& d) {
+         const Sqe* q = sqe_of(c, d);
+         if (!q || !result(d) || q->opcode != opc::fadvise || num(q->f[f_opflags]) <= 2)
+             return false;
+         for (std::size_t k = static_cast<std::size_t>(d.sqe) + 1; k < c.sqes.size(); ++k)
+             if (c.sqes[k].opcode == opc::close)
+                 return true;
          return false;
      }},
     {"statx-unordered",

@@ -267,6 +267,8 @@ inline constexpr std::uint32_t size_u16 = 0x01;
 inline constexpr std::uint32_t size_u32 = 0x02;
 inline constexpr std::uint32_t size_u64 = 0x03;
 inline constexpr std::uint32_t numa = 0x04;
+/// FUTEX2_MPOL (6.16): with FUTEX2_NUMA, the node from the word's memory policy; a hint alone.
+inline constexpr std::uint32_t mpol = 0x08;
 inline constexpr std::uint32_t private_ = 128;
 /// FUTEX_BITSET_MATCH_ANY: a mask that matches every waiter.
 inline constexpr std::uint64_t bitset_match_any = 0xffffffffu;
