@@ -1085,4 +1085,22 @@ TEST(EngineOps, FutexWaitvChecks) {
     EXPECT_EQ(with_entry([](futex_waitv& e) { e.uaddr += 1; }), -EINVAL);
     EXPECT_EQ(with_entry([](futex_waitv& e) { e.uaddr = addr_of(unmapped_page()); }), -EFAULT);
     EXPECT_EQ(with_entry([](futex_waitv& e) { e.val = 7; }), -EAGAIN);
+    // Every word's address is checked before any word's value; a private word's address is not
+    // read there, a shared word's is.
+    const auto first_and_second = [&](const std::function<void(futex_waitv&)>& first) {
+        const futex_waitv saved[2] = {v[0], v[1]};
+        first(v[0]);
+        v[1].uaddr += 2;
+        const int r = waitv([](io_uring_sqe*) {}, 2);
+        v[0] = saved[0];
+        v[1] = saved[1];
+        return r;
+    };
+    EXPECT_EQ(first_and_second([](futex_waitv& e) { e.val = 7; }), -EINVAL);
+    EXPECT_EQ(first_and_second([](futex_waitv& e) { e.uaddr = addr_of(unmapped_page()); }), -EINVAL);
+    EXPECT_EQ(first_and_second([](futex_waitv& e) {
+                  e.uaddr = addr_of(unmapped_page());
+                  e.flags = compat::futex2::size_u32;
+              }),
+              -EFAULT);
 }

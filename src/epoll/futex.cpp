@@ -258,8 +258,8 @@ int Engine::futex_cancel(Pending* p) noexcept {
 
 // IORING_OP_FUTEX_WAITV: the kernel's checks of the SQE (fields it wants zero, 1 to 128
 // words), of each word it copies (-EFAULT; futex2 flags of a 32-bit word, nothing reserved, a
-// value that fits the word), then of each word's address (aligned, readable) and value
-// (-EAGAIN when one does not hold it); then in the table and on the pool, as a futex wait.
+// value that fits the word), then of each word's address (aligned, a user address, readable
+// when shared), then of each one's value (-EFAULT unreadable, -EAGAIN when it does not hold it); then in the table and on the pool, as a futex wait.
 void Engine::futex_waitv_start(Pending* p) {
     const io_uring_sqe& s = p->sqe;
     if (s.fd || s.buf_index || s.file_index || s.off || s.rw_flags || s.addr3 || s.len == 0 || s.len > waitv_max) {
@@ -277,9 +277,22 @@ void Engine::futex_waitv_start(Pending* p) {
             finish(p, -EINVAL); // (the engine has no NUMA futexes)
             return;
         }
+    // Every word's key first (the kernel's get_futex_key): aligned, a user address, and for a
+    // shared word one it can read; then every word's value.
     for (const Pending::FutexWord& w : p->words) {
         std::uint32_t now = 0;
-        const int r = w.uaddr % 4 ? -EINVAL : !read_user(&now, w.uaddr, sizeof now) ? -EFAULT : 0;
+        const bool user = w.uaddr <= (std::uint64_t{1} << 47) - 4096 - sizeof now;
+        const int r = w.uaddr % 4 ? -EINVAL
+                      : !user || (!(w.flags & f2::private_) && !read_user(&now, w.uaddr, sizeof now)) ? -EFAULT
+                                                                                                     : 0;
+        if (r < 0) {
+            finish(p, r);
+            return;
+        }
+    }
+    for (const Pending::FutexWord& w : p->words) {
+        std::uint32_t now = 0;
+        const int r = !read_user(&now, w.uaddr, sizeof now) ? -EFAULT : 0;
         if (r < 0 || now != static_cast<std::uint32_t>(w.val)) {
             finish(p, r < 0 ? r : -EAGAIN);
             return;
