@@ -908,6 +908,31 @@ TEST(EngineOps, WaitidChecks) {
                   s->file_index = WEXITED;
               }),
               -ECHILD);
+    // No such child: the siginfo_t is written all the same (as for a wait that found nothing),
+    // and one that cannot be written makes it -EFAULT; an argument refused writes nothing.
+    for (const int which : {P_PID, P_PIDFD}) {
+        std::optional<Written> w[2];
+        for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+            auto ring = make_ring(k);
+            if (!ring)
+                continue;
+            std::memset(&si, 0x5a, sizeof si);
+            auto got = run(*ring, [&](Ring& r) { waitid_sqe(r, 1, which, which == P_PID ? ::getpid() : 999, WEXITED, &si); }, 1);
+            ASSERT_EQ(got.size(), 1u);
+            EXPECT_EQ(got[0].res, which == P_PID ? -ECHILD : -EBADF) << name_of(k);
+            w[k == EngineKind::epoll] = written(si, 0);
+        }
+        if (w[0]) {
+            EXPECT_EQ(*w[0], *w[1]) << "io_uring: " << w[0]->signo << ' ' << w[0]->code << ' ' << w[0]->pid << ' '
+                                    << w[0]->status << ' ' << w[0]->gap << "; epoll: " << w[1]->signo << ' '
+                                    << w[1]->code << ' ' << w[1]->pid << ' ' << w[1]->status << ' ' << w[1]->gap;
+        }
+    }
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, ::getpid(), 0, P_PID, addr_of(unmapped_page()));
+                  s->file_index = WEXITED;
+              }),
+              -EFAULT);
     EXPECT_EQ(both([&](io_uring_sqe* s) {
                   prep(s, opc::waitid, 999, 0, P_PIDFD, addr_of(&si)); // not a descriptor
                   s->file_index = WEXITED;
