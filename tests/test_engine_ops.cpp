@@ -762,6 +762,25 @@ TEST(EngineOps, SendZcChecks) {
                   send_zc(r, tp.c, msg, 5)->msg_flags = MSG_DONTWAIT;
               }),
               with_notif(-EAGAIN));
+    // A destination is copied in before the descriptor is looked at: too long (-EINVAL) or
+    // unreadable (-EFAULT) on a pipe.
+    sockaddr_in to{};
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
+    EXPECT_EQ(pairs([&](Ring& r) {
+                  io_uring_sqe* s = send_zc(r, pfd[1], msg, 5);
+                  s->addr2 = addr_of(&to);
+                  s->addr_len = 200;
+              }),
+              with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) {
+                  io_uring_sqe* s = send_zc(r, pfd[1], msg, 5);
+                  s->addr2 = addr_of(unmapped_page());
+                  s->addr_len = sizeof to;
+              }),
+              with_notif(-EFAULT));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, pfd[1], msg, 5)->addr2 = addr_of(&to); }), with_notif(-ENOTSOCK));
+    ::close(pfd[0]);
+    ::close(pfd[1]);
 }
 
 namespace {
