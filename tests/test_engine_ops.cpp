@@ -1147,4 +1147,12 @@ TEST(EngineOps, FutexWaitvChecks) {
                   e.flags = compat::futex2::size_u32;
               }),
               -EFAULT);
+    // A futex_wake of no waiters keys its word all the same: a shared word it cannot read is
+    // -EFAULT (a private one is not read: 0).
+    const auto* nowhere = static_cast<const std::uint32_t*>(unmapped_page());
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, nowhere, 0, ~0u, compat::futex2::size_u32); }),
+              -EFAULT);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, nowhere, 0); }), 0);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, nowhere, 1, ~0u, compat::futex2::size_u32); }),
+              -EFAULT);
 }
