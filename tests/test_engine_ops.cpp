@@ -972,8 +972,10 @@ TEST(EngineOps, WaitidChecks) {
         EXPECT_EQ(got[0].res, -EFAULT);
         EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1);
         EXPECT_EQ(errno, ECHILD);
-        // A wait cancelled: -ECANCELED, and the child still there to be waited for.
+        // A wait cancelled: -ECANCELED, its siginfo_t written as for a wait that found nothing,
+        // and the child still there to be waited for.
         const pid_t runs = child(10s, 0);
+        std::memset(&si, 0x5a, sizeof si);
         got = run(
             *ring,
             [&](Ring& r) {
@@ -988,6 +990,7 @@ TEST(EngineOps, WaitidChecks) {
         ASSERT_EQ(got.size(), 2u);
         EXPECT_EQ(got[0].res, -ECANCELED);
         EXPECT_EQ(got[1].res, 1) << "the cancel's result";
+        EXPECT_EQ(written(si, runs), (Written{0, 0, 0, 0, 0, 0, 0x5a5a5a5a}));
         EXPECT_EQ(::waitpid(runs, nullptr, 0), runs);
     }
 }
