@@ -762,6 +762,20 @@ TEST(EngineOps, SendZcChecks) {
                   send_zc(r, tp.c, msg, 5)->msg_flags = MSG_DONTWAIT;
               }),
               with_notif(-EAGAIN));
+    // Cancelled with its link, refused at submission (a link timeout with unknown flags): the
+    // notification follows, with its usage report when asked for.
+    for (const std::uint16_t zc : {std::uint16_t{0}, compat::recvsend::send_zc_report_usage}) {
+        __kernel_timespec ts{1, 0};
+        got = both_sorted(
+            [&](Ring& r) {
+                send_zc(r, tp.c, msg, 5, zc, compat::sqe_flag::io_link);
+                link_timeout(r, 2, &ts)->timeout_flags = 0x400;
+            },
+            3);
+        EXPECT_EQ(of_first(got),
+                  (Pairs{{-ECANCELED, more}, {zc ? static_cast<int>(compat::notif_usage_zc_copied) : 0, notif}}));
+        EXPECT_EQ(results(got, 2)[1], -EINVAL);
+    }
     // A destination is copied in before the descriptor is looked at: too long (-EINVAL) or
     // unreadable (-EFAULT) on a pipe.
     sockaddr_in to{};
