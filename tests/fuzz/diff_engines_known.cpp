@@ -534,11 +534,11 @@ const std::vector<Known> classes = {
                 d.phase_uring == 2 && d.phase_epoll == 1;
      }},
     {"msg-cmsg-compat",
-     "sendmsg/recvmsg with MSG_CMSG_COMPAT (0x80000000): io_uring drops the flag, the engine's sendmsg(2) refuses "
-     "it (-EINVAL)",
+     "sendmsg/recvmsg (zero-copy sends too) with MSG_CMSG_COMPAT (0x80000000): io_uring drops the flag, the "
+     "engine's sendmsg(2) refuses it (-EINVAL)",
      [](const Case& c, const Diff& d) {
          const Sqe* q = sqe_of(c, d);
-         return q && op_in(*q, {opc::sendmsg, opc::recvmsg, opc::send, opc::recv}) &&
+         return q && op_in(*q, {opc::sendmsg, opc::recvmsg, opc::send, opc::recv, opc::send_zc, opc::sendmsg_zc}) &&
                 (num(q->f[f_opflags]) & 0x80000000u) && result(d) && d.res_epoll == -EINVAL;
      }},
     {"msg-errqueue-waits",
@@ -898,6 +898,14 @@ std::string connection(const Val& v) {
     return n;
 }
 
-const std::vector<Known>& known_differences() { return classes; }
+const std::vector<Known>& known_differences() {
+    static const std::vector<Known> all = [] {
+        std::vector<Known> v = classes;
+        const auto& m = more_known_differences();
+        v.insert(v.end(), m.begin(), m.end());
+        return v;
+    }();
+    return all;
+}
 
 } // namespace diffeng
