@@ -90,6 +90,19 @@ const std::vector<Known> more = {
                 (q->opcode == opc::futex_wait || q->opcode == opc::futex_wake) && (num_of(q->f[f_fd]) & 4) &&
                 (num_of(q->f[f_fd]) & ~std::uint64_t{0x86}) == 0;
      }},
+    {"futex-wait-async-order",
+     "a futex wait with IOSQE_ASYNC and a futex_wake after it in the same submission: io_uring arms the wait from "
+     "io-wq after the wake ran (the wake finds none, the wait lasts until cancelled), the engine arms it at once",
+     [](const Case& c, const Diff& d) {
+         const Sqe* q = sqe_of(c, d);
+         if (!q || d.kind == DiffKind::effect || (q->opcode != opc::futex_wait && q->opcode != opc::futex_waitv) ||
+             !(num_of(q->f[f_flags]) & sf::async) || d.res_uring != -ECANCELED || d.res_epoll < 0)
+             return false;
+         for (std::size_t k = static_cast<std::size_t>(d.sqe) + 1; k < c.sqes.size(); ++k)
+             if (c.sqes[k].opcode == opc::futex_wake)
+                 return true;
+         return false;
+     }},
     {"zc-checks-before-descriptor",
      "send_zc/sendmsg_zc: io_uring copies the msghdr, the iovec array and the buffer at submission (-EFAULT, "
      "-EMSGSIZE, -EINVAL, -ENOBUFS) before it looks at the descriptor; the engine looks at the descriptor first "
