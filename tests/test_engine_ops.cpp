@@ -762,6 +762,39 @@ TEST(EngineOps, SendZcChecks) {
                   send_zc(r, tp.c, msg, 5)->msg_flags = MSG_DONTWAIT;
               }),
               with_notif(-EAGAIN));
+    // Cancelled with its link, refused at submission (a link timeout with unknown flags): the
+    // notification follows, with its usage report when asked for.
+    for (const std::uint16_t zc : {std::uint16_t{0}, compat::recvsend::send_zc_report_usage}) {
+        __kernel_timespec ts{1, 0};
+        got = both_sorted(
+            [&](Ring& r) {
+                send_zc(r, tp.c, msg, 5, zc, compat::sqe_flag::io_link);
+                link_timeout(r, 2, &ts)->timeout_flags = 0x400;
+            },
+            3);
+        EXPECT_EQ(of_first(got),
+                  (Pairs{{-ECANCELED, more}, {zc ? static_cast<int>(compat::notif_usage_zc_copied) : 0, notif}}));
+        EXPECT_EQ(results(got, 2)[1], -EINVAL);
+    }
+    // A destination is copied in before the descriptor is looked at: too long (-EINVAL) or
+    // unreadable (-EFAULT) on a pipe.
+    sockaddr_in to{};
+    ASSERT_EQ(::pipe2(pfd, O_CLOEXEC), 0);
+    EXPECT_EQ(pairs([&](Ring& r) {
+                  io_uring_sqe* s = send_zc(r, pfd[1], msg, 5);
+                  s->addr2 = addr_of(&to);
+                  s->addr_len = 200;
+              }),
+              with_notif(-EINVAL));
+    EXPECT_EQ(pairs([&](Ring& r) {
+                  io_uring_sqe* s = send_zc(r, pfd[1], msg, 5);
+                  s->addr2 = addr_of(unmapped_page());
+                  s->addr_len = sizeof to;
+              }),
+              with_notif(-EFAULT));
+    EXPECT_EQ(pairs([&](Ring& r) { send_zc(r, pfd[1], msg, 5)->addr2 = addr_of(&to); }), with_notif(-ENOTSOCK));
+    ::close(pfd[0]);
+    ::close(pfd[1]);
 }
 
 namespace {
@@ -908,6 +941,31 @@ TEST(EngineOps, WaitidChecks) {
                   s->file_index = WEXITED;
               }),
               -ECHILD);
+    // No such child: the siginfo_t is written all the same (as for a wait that found nothing),
+    // and one that cannot be written makes it -EFAULT; an argument refused writes nothing.
+    for (const int which : {P_PID, P_PIDFD}) {
+        std::optional<Written> w[2];
+        for (EngineKind k : {EngineKind::io_uring, EngineKind::epoll}) {
+            auto ring = make_ring(k);
+            if (!ring)
+                continue;
+            std::memset(&si, 0x5a, sizeof si);
+            auto got = run(*ring, [&](Ring& r) { waitid_sqe(r, 1, which, which == P_PID ? ::getpid() : 999, WEXITED, &si); }, 1);
+            ASSERT_EQ(got.size(), 1u);
+            EXPECT_EQ(got[0].res, which == P_PID ? -ECHILD : -EBADF) << name_of(k);
+            w[k == EngineKind::epoll] = written(si, 0);
+        }
+        if (w[0]) {
+            EXPECT_EQ(*w[0], *w[1]) << "io_uring: " << w[0]->signo << ' ' << w[0]->code << ' ' << w[0]->pid << ' '
+                                    << w[0]->status << ' ' << w[0]->gap << "; epoll: " << w[1]->signo << ' '
+                                    << w[1]->code << ' ' << w[1]->pid << ' ' << w[1]->status << ' ' << w[1]->gap;
+        }
+    }
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::waitid, ::getpid(), 0, P_PID, addr_of(unmapped_page()));
+                  s->file_index = WEXITED;
+              }),
+              -EFAULT);
     EXPECT_EQ(both([&](io_uring_sqe* s) {
                   prep(s, opc::waitid, 999, 0, P_PIDFD, addr_of(&si)); // not a descriptor
                   s->file_index = WEXITED;
@@ -928,8 +986,10 @@ TEST(EngineOps, WaitidChecks) {
         EXPECT_EQ(got[0].res, -EFAULT);
         EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1);
         EXPECT_EQ(errno, ECHILD);
-        // A wait cancelled: -ECANCELED, and the child still there to be waited for.
+        // A wait cancelled: -ECANCELED, its siginfo_t written as for a wait that found nothing,
+        // and the child still there to be waited for.
         const pid_t runs = child(10s, 0);
+        std::memset(&si, 0x5a, sizeof si);
         got = run(
             *ring,
             [&](Ring& r) {
@@ -944,6 +1004,7 @@ TEST(EngineOps, WaitidChecks) {
         ASSERT_EQ(got.size(), 2u);
         EXPECT_EQ(got[0].res, -ECANCELED);
         EXPECT_EQ(got[1].res, 1) << "the cancel's result";
+        EXPECT_EQ(written(si, runs), (Written{0, 0, 0, 0, 0, 0, 0x5a5a5a5a}));
         EXPECT_EQ(::waitpid(runs, nullptr, 0), runs);
     }
 }
@@ -1085,4 +1146,30 @@ TEST(EngineOps, FutexWaitvChecks) {
     EXPECT_EQ(with_entry([](futex_waitv& e) { e.uaddr += 1; }), -EINVAL);
     EXPECT_EQ(with_entry([](futex_waitv& e) { e.uaddr = addr_of(unmapped_page()); }), -EFAULT);
     EXPECT_EQ(with_entry([](futex_waitv& e) { e.val = 7; }), -EAGAIN);
+    // Every word's address is checked before any word's value; a private word's address is not
+    // read there, a shared word's is.
+    const auto first_and_second = [&](const std::function<void(futex_waitv&)>& first) {
+        const futex_waitv saved[2] = {v[0], v[1]};
+        first(v[0]);
+        v[1].uaddr += 2;
+        const int r = waitv([](io_uring_sqe*) {}, 2);
+        v[0] = saved[0];
+        v[1] = saved[1];
+        return r;
+    };
+    EXPECT_EQ(first_and_second([](futex_waitv& e) { e.val = 7; }), -EINVAL);
+    EXPECT_EQ(first_and_second([](futex_waitv& e) { e.uaddr = addr_of(unmapped_page()); }), -EINVAL);
+    EXPECT_EQ(first_and_second([](futex_waitv& e) {
+                  e.uaddr = addr_of(unmapped_page());
+                  e.flags = compat::futex2::size_u32;
+              }),
+              -EFAULT);
+    // A futex_wake of no waiters keys its word all the same: a shared word it cannot read is
+    // -EFAULT (a private one is not read: 0).
+    const auto* nowhere = static_cast<const std::uint32_t*>(unmapped_page());
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, nowhere, 0, ~0u, compat::futex2::size_u32); }),
+              -EFAULT);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, nowhere, 0); }), 0);
+    EXPECT_EQ(both([&](io_uring_sqe* s) { prep_futex(s, opc::futex_wake, nowhere, 1, ~0u, compat::futex2::size_u32); }),
+              -EFAULT);
 }

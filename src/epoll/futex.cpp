@@ -69,6 +69,13 @@ std::size_t waitv_index(const Engine::Pending& w, std::uint64_t addr, bool priv)
     return i;
 }
 
+// Whether the kernel can key the 32-bit word at `addr` (get_futex_key, after the alignment
+// check): a user address, and for a shared word one it can read.
+bool keyable(std::uint64_t addr, bool priv) noexcept {
+    std::uint32_t now = 0;
+    return addr <= (std::uint64_t{1} << 47) - 4096 - sizeof now && (priv || read_user(&now, addr, sizeof now));
+}
+
 } // namespace
 
 // The checks the kernel makes of a futex SQE before anything else (io_uring's futex prep):
@@ -201,9 +208,9 @@ int Engine::futex_wake(const io_uring_sqe& s) noexcept {
     if (const int r = futex_checks(s); r < 0)
         return r;
     const auto max = static_cast<std::uint32_t>(s.off);
-    if (max == 0)
-        return 0;
     const bool priv = static_cast<std::uint32_t>(s.fd) & f2::private_;
+    if (max == 0) // (the kernel keys the word first: -EFAULT for one it cannot key)
+        return keyable(s.addr, priv) ? 0 : -EFAULT;
     const auto mask = static_cast<std::uint32_t>(s.addr3);
     std::uint32_t woken = 0, queued = 0;
     {
@@ -258,8 +265,8 @@ int Engine::futex_cancel(Pending* p) noexcept {
 
 // IORING_OP_FUTEX_WAITV: the kernel's checks of the SQE (fields it wants zero, 1 to 128
 // words), of each word it copies (-EFAULT; futex2 flags of a 32-bit word, nothing reserved, a
-// value that fits the word), then of each word's address (aligned, readable) and value
-// (-EAGAIN when one does not hold it); then in the table and on the pool, as a futex wait.
+// value that fits the word), then of each word's address (aligned, a user address, readable
+// when shared), then of each one's value (-EFAULT unreadable, -EAGAIN when it does not hold it); then in the table and on the pool, as a futex wait.
 void Engine::futex_waitv_start(Pending* p) {
     const io_uring_sqe& s = p->sqe;
     if (s.fd || s.buf_index || s.file_index || s.off || s.rw_flags || s.addr3 || s.len == 0 || s.len > waitv_max) {
@@ -277,9 +284,18 @@ void Engine::futex_waitv_start(Pending* p) {
             finish(p, -EINVAL); // (the engine has no NUMA futexes)
             return;
         }
+    // Every word's key first (the kernel's get_futex_key): aligned, a user address, and for a
+    // shared word one it can read; then every word's value.
+    for (const Pending::FutexWord& w : p->words) {
+        const int r = w.uaddr % 4 ? -EINVAL : !keyable(w.uaddr, w.flags & f2::private_) ? -EFAULT : 0;
+        if (r < 0) {
+            finish(p, r);
+            return;
+        }
+    }
     for (const Pending::FutexWord& w : p->words) {
         std::uint32_t now = 0;
-        const int r = w.uaddr % 4 ? -EINVAL : !read_user(&now, w.uaddr, sizeof now) ? -EFAULT : 0;
+        const int r = !read_user(&now, w.uaddr, sizeof now) ? -EFAULT : 0;
         if (r < 0 || now != static_cast<std::uint32_t>(w.val)) {
             finish(p, r < 0 ? r : -EAGAIN);
             return;

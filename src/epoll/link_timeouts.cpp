@@ -9,9 +9,28 @@
 //     what that cancel answered when it could not end the SQE at once (-EALREADY: a call
 //     running on the pool, interrupted, which ends on its own).
 // A cancel request does not find a link timeout (the kernel's looks for it in no list of its).
+#include <cstddef>
+#include <cstring>
+
 #include "engine.hpp"
 
 namespace ringo::uring::epoll {
+
+namespace {
+
+// Whether the kernel's preparation of zero-copy send `s` got past the checks it makes before
+// it takes a notification (addr3 and the pad after it zero, no IOSQE_CQE_SKIP_SUCCESS): such a
+// send, cancelled with its link, posts its notification after its -ECANCELED.
+bool took_notif(const io_uring_sqe& s) noexcept {
+    if (s.opcode != opc::send_zc && s.opcode != opc::sendmsg_zc)
+        return false;
+    std::uint64_t pad = 0;
+    std::memcpy(&pad, reinterpret_cast<const unsigned char*>(&s) + offsetof(io_uring_sqe, addr3) + sizeof s.addr3,
+                sizeof pad);
+    return !s.addr3 && !pad && !(s.flags & compat::sqe_flag::cqe_skip_success);
+}
+
+} // namespace
 
 // The kernel's checks of a link timeout's SQE, made at submission: its fields, its flags, its
 // timespec, then that an SQE precedes it in a link and that this one is not a link timeout.
@@ -50,11 +69,17 @@ bool Engine::link_timeout_start(Pending* p) {
 }
 
 // A link with an SQE refused at submission: each SQE's CQE, none started (the refused ones
-// with their error, the others -ECANCELED), in the link's order.
+// with their error, the others -ECANCELED; a zero-copy send's with its notification, which
+// the kernel's preparation took), in the link's order.
 void Engine::fail_link(Pending* head) {
     for (Pending* q = head; q;) {
         Pending* next = q->chain;
-        post(q->sqe.user_data, q->prep_failed ? q->res : -ECANCELED, 0);
+        if (!q->prep_failed && took_notif(q->sqe)) {
+            q->notif_report = q->sqe.ioprio & compat::recvsend::send_zc_report_usage;
+            post_zc(q, -ECANCELED);
+        } else {
+            post(q->sqe.user_data, q->prep_failed ? q->res : -ECANCELED, 0);
+        }
         release(q);
         q = next;
     }

@@ -37,6 +37,16 @@ long sys_waitid(const io_uring_sqe& s, siginfo_t& info, int extra) noexcept {
                      static_cast<int>(s.file_index) | extra, nullptr);
 }
 
+// The result of a wait that failed with `err`: -ECHILD (no such child) and -EINTR (the wait
+// interrupted by its cancel) end the wait, after which io_uring writes the siginfo_t as for a
+// wait that found nothing (or fails with -EFAULT); the other errors are its checks of the
+// arguments, before any write.
+int ended(const io_uring_sqe& s, int err) noexcept {
+    if (err != -ECHILD && err != -EINTR)
+        return err;
+    return write_siginfo(s.off, siginfo_t{}) ? err : -EFAULT;
+}
+
 } // namespace
 
 // The SQE's fields the kernel wants zero; then the call at once.
@@ -48,7 +58,7 @@ void Engine::waitid_start(Pending* p) {
     }
     siginfo_t info{};
     if (const long r = sys_waitid(s, info, WNOHANG); r < 0) {
-        finish(p, -errno);
+        finish(p, ended(s, -errno));
         return;
     }
     if (info.si_pid != 0 || (s.file_index & WNOHANG)) {
@@ -62,8 +72,8 @@ void Engine::waitid_start(Pending* p) {
 // writes it.
 int Engine::waitid_call(const io_uring_sqe& s) noexcept {
     siginfo_t info{};
-    if (sys_waitid(s, info, 0) < 0)
-        return -errno;
+    if (sys_waitid(s, info, 0) < 0) // (-EINTR: cancelled, or else made again; either way the
+        return ended(s, -errno);    // siginfo is written as the kernel's cancel writes it)
     return write_siginfo(s.off, info) ? 0 : -EFAULT;
 }
 

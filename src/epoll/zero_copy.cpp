@@ -39,8 +39,9 @@ int takes_zero_copy(int fd) noexcept {
 // The kernel's checks of a zero-copy send, in its order, then the SQE made a send or sendmsg
 // (0), or the error to end it with. The fields it wants zero (addr3 and the pad after it) and
 // IOSQE_CQE_SKIP_SUCCESS are refused with a single CQE; anything later has the notification
-// too: unknown zero-copy flags, a sendmsg's destination or file index, the descriptor (not a
-// socket, no zero-copy), a registered buffer (the engine has none: -EFAULT).
+// too: unknown zero-copy flags, a sendmsg's destination or file index, a send's destination
+// (longer than a sockaddr_storage, unreadable), the descriptor (not a socket, no zero-copy), a
+// registered buffer (the engine has none: -EFAULT).
 int Engine::zc_prepare(Pending* p) {
     io_uring_sqe& s = p->sqe;
     std::uint64_t pad = 0;
@@ -55,6 +56,14 @@ int Engine::zc_prepare(Pending* p) {
         return -EINVAL;
     if (s.opcode == opc::sendmsg_zc && (s.off || s.file_index))
         return -EINVAL;
+    if (s.opcode == opc::send_zc && s.off) { // (the destination is copied in before the socket is looked at)
+        const std::uint16_t len = compat::sqe_field::addr_len(s);
+        sockaddr_storage to;
+        if (len > sizeof to)
+            return -EINVAL;
+        if (len && !read_user(&to, s.off, len))
+            return -EFAULT;
+    }
     if (const int r = takes_zero_copy(s.fd); r < 0)
         return r;
     if (s.ioprio & rs::fixed_buf)

@@ -157,6 +157,8 @@ struct Known {
 };
 /// The list (tests/fuzz/diff_engines_known.cpp): shrink it as the engine's fixes land.
 const std::vector<Known>& known_differences();
+/// The classes of the link timeouts and zero-copy sends (diff_engines_known_more.cpp).
+const std::vector<Known>& more_known_differences();
 
 // Helpers the classifiers use.
 /// The SQE a difference concerns, or nullptr.

@@ -236,6 +236,8 @@ std::vector<std::pair<std::string, std::string>> effects(const Case& c, const La
             role[q.f[f_off].name] = "statx";
         if (q.opcode == opc::accept && q.f[f_addr].kind == Val::Kind::obj)
             role[q.f[f_addr].name] = "sockaddr";
+        if (q.opcode == opc::waitid && q.f[f_off].kind == Val::Kind::obj)
+            role[q.f[f_off].name] = "siginfo";
         if (q.opcode == opc::recvmsg)
             if (const Obj* m = c.obj(q.f[f_addr]); m && m->kind == "msg")
                 if (const Val* name = m->field("name"); name && name->kind == Val::Kind::obj)
@@ -248,6 +250,8 @@ std::vector<std::pair<std::string, std::string>> effects(const Case& c, const La
             mask_port(b);
         else if (role[o.name] == "statx")
             mask_statx(b);
+        else if (role[o.name] == "siginfo" && b.size() >= 20)
+            std::memset(b.data() + 16, 0, 4); // si_pid: the child's, which differs between sides
         out.emplace_back("obj:" + o.name, hex(fnv(b.data(), b.size())));
     }
     // The page "edge" points into, unless a call writes there what differs between the
@@ -255,7 +259,8 @@ std::vector<std::pair<std::string, std::string>> effects(const Case& c, const La
     bool address_at_edge = false;
     auto at_edge = [](const Val& v) { return v.kind == Val::Kind::ptr && v.name == "edge"; };
     for (const Sqe& q : c.sqes) {
-        if ((q.opcode == opc::accept && at_edge(q.f[f_addr])) || (q.opcode == opc::statx && at_edge(q.f[f_off])))
+        if ((q.opcode == opc::accept && at_edge(q.f[f_addr])) ||
+            ((q.opcode == opc::statx || q.opcode == opc::waitid) && at_edge(q.f[f_off])))
             address_at_edge = true;
         if (q.opcode == opc::recvmsg)
             if (const Obj* m = c.obj(q.f[f_addr]); m && m->kind == "msg")
@@ -286,6 +291,8 @@ std::vector<std::pair<std::string, std::string>> effects(const Case& c, const La
 #endif
     const std::uint64_t t_begin = now_ns();
     const EnvInfo env = make_env(work);
+    if (std::any_of(c.sqes.begin(), c.sqes.end(), [](const Sqe& q) { return q.opcode == opc::waitid; }))
+        fork_kids();
     const std::uint64_t t_env = now_ns();
     // The ring after the environment: its descriptors take low numbers, below fd_base.
     ringo::uring::RingParams params = ringo::RuntimeOptions{}.engine(kind).ring_params();
@@ -427,6 +434,7 @@ std::vector<std::pair<std::string, std::string>> effects(const Case& c, const La
             break;
         off += static_cast<std::size_t>(w);
     }
+    end_kids();
     // No destructors: a call the epoll engine could not cancel may still hold a pool thread,
     // which the engine's destructor would wait for.
     ::_exit(0);

@@ -9,12 +9,15 @@
 #include <ftw.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
@@ -268,10 +271,43 @@ std::size_t obj_size(const Obj& o) {
         return 16;
     if (o.kind == "u32")
         return 4;
+    if (o.kind == "waitv")
+        return 24 * std::max<std::size_t>(o.num("n"), 1);
     throw std::runtime_error("unknown object kind " + o.kind);
 }
 
 } // namespace
+
+int g_kid_pids[2] = {0, 0};
+
+// Two children of the side's process: one that has exited (waited for with WNOWAIT, so that it
+// is a zombie before the case starts), one that waits for its end (a signal; and the death of
+// its parent, should the side be killed).
+void fork_kids() {
+    for (int k = 0; k < 2; ++k) {
+        const pid_t pid = ::fork();
+        need(pid >= 0, "fork");
+        if (pid == 0) {
+            if (k == 0)
+                ::_exit(3);
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            for (;;)
+                ::pause();
+        }
+        g_kid_pids[k] = pid;
+    }
+    siginfo_t si{};
+    need(::waitid(P_PID, static_cast<id_t>(g_kid_pids[0]), &si, WEXITED | WNOWAIT) == 0, "waitid");
+}
+
+// Ends and reaps them (those the case did not reap).
+void end_kids() {
+    if (g_kid_pids[1])
+        ::kill(g_kid_pids[1], SIGKILL);
+    for (const int pid : g_kid_pids)
+        if (pid)
+            ::waitpid(pid, nullptr, 0);
+}
 
 Layout lay_out(const Case& c) {
     Layout l;
@@ -296,6 +332,8 @@ std::uint64_t resolve(const Val& v, const Layout& l) {
         int n;
         if (v.name == "CLOSED")
             n = closed_fd;
+        else if (v.name == "KID" || v.name == "KID_LIVE")
+            n = g_kid_pids[v.name == "KID" ? 0 : 1];
         else if (v.name.rfind("NEW", 0) == 0)
             n = fd_base + env_count + std::stoi(v.name.substr(3));
         else if (int i = env_index(v.name); i >= 0)
@@ -400,6 +438,14 @@ void materialize(const Case& c, const Layout& l, const EnvInfo& env) {
         } else if (o.kind == "u32") {
             const auto v = static_cast<std::uint32_t>(num("v"));
             std::memcpy(p, &v, 4);
+        } else if (o.kind == "waitv") { // struct futex_waitv: u64 val, u64 uaddr, u32 flags, u32 reserved
+            std::memset(p, 0, n);
+            for (std::size_t k = 0; k < o.num("n"); ++k) {
+                const std::string i = std::to_string(k);
+                const std::uint64_t e[3] = {num(("v" + i).c_str()), num(("a" + i).c_str()),
+                                            num(("f" + i).c_str()) | (num(("r" + i).c_str()) << 32)};
+                std::memcpy(p + 24 * k, e, sizeof e);
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 
 #include <algorithm>
@@ -37,6 +38,8 @@ const std::initializer_list<const char*> file_fds = {"REG",     "RO",     "DIREC
 const std::initializer_list<const char*> sock_fds = {"UNIX_A", "UNIX_B",  "TCP_C", "TCP_S",  "TCP_P",
                                                      "LISTEN", "TCP_NEW", "UDP",   "PIPE_R", "REG"};
 const std::initializer_list<const char*> recv_fds = {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "UDP", "TCP_NEW", "LISTEN"};
+const std::initializer_list<const char*> zc_fds = {"UNIX_A", "UNIX_B", "TCP_C",   "TCP_S", "UDP",
+                                                   "UDP",    "TCP_NEW", "PIPE_W", "REG"};
 const std::initializer_list<const char*> send_fds = {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "UDP", "TCP_NEW", "TCP_P"};
 
 } // namespace
@@ -47,11 +50,15 @@ Case Gen::make() {
     for (cur = 0; cur < nsqe; ++cur) {
         Sqe q;
         // (A futex wait is followed by a wake more often than chance has it.)
+        // (and an SQE with IOSQE_IO_LINK by a link timeout).
         const bool wake = waited && r.pct(60);
-        q.opcode = wake ? opc::futex_wake : op_names[r.below(op_count)].op;
-        waited = q.opcode == opc::futex_wait;
+        const bool lt = !wake && linked && r.pct(40);
+        q.opcode = wake ? opc::futex_wake : lt ? opc::link_timeout : op_names[r.below(op_count)].op;
+        waited = q.opcode == opc::futex_wait || q.opcode == opc::futex_waitv;
         fill(q);
         sqe_flags(q);
+        namespace sf = ringo::uring::compat::sqe_flag;
+        linked = q.f[f_flags].is_num(sf::io_link) || q.f[f_flags].is_num(sf::io_hardlink);
         c.sqes.push_back(q);
     }
     return c;
@@ -135,10 +142,18 @@ void Gen::fill(Sqe& q) {
         f[f_off] = Val::n(r.pct(80) ? 0 : r.pick<std::uint64_t>({1, 2}));
         f[f_opflags] = Val::n(r.pct(55) ? 0 : r.pick<std::uint64_t>({1, 4, 8, 32, 64, 9, 0x400}));
         break;
+    case opc::link_timeout: // (the same timespec and flags as a timeout's; count and off unused)
+        f[f_addr] = timespec();
+        f[f_len] = Val::n(r.pct(90) ? 1 : r.pick<std::uint64_t>({0, 2}));
+        if (r.pct(5))
+            f[f_off] = Val::n(1);
+        f[f_opflags] = Val::n(r.pct(55) ? 0 : r.pick<std::uint64_t>({1, 4, 8, 32, 9, 2, 0x400}));
+        break;
     case opc::timeout_remove:
         f[f_addr] = ud_target();
         if (r.pct(35)) {
-            f[f_opflags] = Val::n(r.pick<std::uint64_t>({2, 2, 0x400}));
+            // (0x12: IORING_TIMEOUT_UPDATE | IORING_LINK_TIMEOUT_UPDATE, which finds a link timeout)
+            f[f_opflags] = Val::n(r.pick<std::uint64_t>({2, 2, 0x12, 0x12, 0x10, 0x13, 0x400}));
             f[f_off] = timespec();
         }
         break;
@@ -406,6 +421,61 @@ void Gen::fill(Sqe& q) {
                                       : r.pick<std::uint64_t>({1, 2, 0, 1ull << 32}));
         if (r.pct(5))
             f[r.pick({f_len, f_opflags, f_bufidx, f_fi})] = Val::n(1); // (fields the kernel wants 0)
+        break;
+    }
+    case opc::send_zc:
+    case opc::sendmsg_zc: {
+        f[f_fd] = fd_from(zc_fds);
+        f[f_ioprio] = zc_flags();
+        f[f_opflags] = msg_flags(true);
+        if (q.opcode == opc::sendmsg_zc) {
+            f[f_addr] = msghdr(true);
+        } else if (f[f_ioprio].num & (1u << 5)) { // IORING_SEND_VECTORIZED: addr is an iovec array
+            const std::uint64_t cnt = r.pct(80) ? r.pick<std::uint64_t>({1, 2, 3}) : iov_count();
+            f[f_len] = Val::n(cnt);
+            f[f_addr] = iovec(cnt, r.pick<std::uint64_t>({16, 100, 4096}), true);
+        } else {
+            const std::uint32_t len = length(r.pick<std::uint32_t>({4, 16, 100, 4096}));
+            f[f_len] = Val::n(len);
+            f[f_addr] = buffer(len, true);
+        }
+        if (q.opcode == opc::send_zc && r.pct(15)) {
+            f[f_off] = sockaddr({"udp", "refused", "listen", "badfam"});
+            f[f_fi] = Val::n(r.pick<std::uint64_t>({16, 16, 0, 200}));
+        } else if (r.pct(4)) {
+            f[r.pct(50) ? f_off : f_fi] = Val::n(1); // (sendmsg_zc wants both 0)
+        }
+        if (r.pct(4))
+            f[f_addr3] = Val::n(1);
+        break;
+    }
+    case opc::waitid: {
+        // (len: the id type, fd: the id, file_index: the options, addr2: the siginfo_t)
+        const auto x = r.below(100);
+        if (x < 70) {
+            f[f_len] = Val::n(P_PID);
+            f[f_fd] = r.pct(90) ? Val::fd(r.pick({"KID", "KID", "KID_LIVE"})) : Val::i(r.pick<std::int64_t>({0, -1, 999999}));
+        } else if (x < 82) {
+            f[f_len] = Val::n(P_ALL);
+        } else if (x < 88) {
+            f[f_len] = Val::n(P_PGID); // (0: the caller's group, which its children are in)
+        } else {
+            f[f_len] = Val::n(r.pick<std::uint64_t>({P_PIDFD, 7, 0xffffffffu}));
+            f[f_fd] = r.pct(50) ? Val::fd("KID") : fd_from({"REG", "PIPE_R"});
+        }
+        f[f_fi] = waitid_options();
+        f[f_off] = r.pct(85) ? Val::obj(add("buf", {{"size", Val::n(128)}, {"siginfo", Val::n(1)}}))
+                             : r.pct(50) ? Val::n(0) : bad_ptr();
+        if (r.pct(5))
+            f[r.pick({f_addr, f_opflags, f_bufidx})] = Val::n(1); // (fields the kernel wants 0)
+        break;
+    }
+    case opc::futex_waitv: {
+        const std::uint64_t n = r.pct(90) ? 1 + r.below(4) : r.pick<std::uint64_t>({0, 129});
+        f[f_len] = Val::n(n);
+        f[f_addr] = r.pct(92) ? futex_waitv(n) : bad_ptr();
+        if (r.pct(6))
+            f[r.pick({f_fd, f_off, f_opflags, f_fi})] = Val::n(1); // (fields the kernel wants 0)
         break;
     }
     default: break;

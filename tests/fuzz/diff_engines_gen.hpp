@@ -51,6 +51,7 @@ private:
     int cur = 0;
     int nsqe = 0;
     bool waited = false;    // the SQE before was a futex wait
+    bool linked = false;    // the SQE before has IOSQE_IO_LINK (or HARDLINK)
     std::string futex_word; // the case's futex word (a u32 object), once an SQE needs one
     std::uint64_t futex_value = 0;
 
@@ -78,6 +79,9 @@ private:
     Val xattr_name();
     Val futex_addr();
     Val futex_flags();
+    Val futex_waitv(std::uint64_t n);
+    Val zc_flags();
+    Val waitid_options();
 
     // An SQE's fields by its opcode, and its flags (diff_engines_gen.cpp).
     void fill(Sqe& q);

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <climits>
@@ -297,6 +298,40 @@ Val Gen::futex_flags() {
         return Val::n(r.pick<std::uint64_t>({f2::size_u32 | f2::private_, f2::size_u32 | f2::private_, f2::size_u32}));
     return Val::n(r.pick<std::uint64_t>({f2::size_u8, f2::size_u16, f2::size_u64, f2::size_u32 | f2::numa,
                                          f2::size_u32 | 8 /*FUTEX2_MPOL*/, f2::size_u32 | 0x100, 0xffffffffu}));
+}
+
+// A futex_waitv array of n entries (at most 4 real ones: a count past them reads the arena
+// after the object): mostly the case's own word with the value it holds.
+Val Gen::futex_waitv(std::uint64_t n) {
+    namespace f2 = ringo::uring::compat::futex2;
+    std::vector<std::pair<std::string, Val>> fl{{"n", Val::n(std::min<std::uint64_t>(n, 4))}};
+    for (std::uint64_t k = 0; k < std::min<std::uint64_t>(n, 4); ++k) {
+        const std::string i = std::to_string(k);
+        const Val a = futex_addr();
+        const bool own = a.kind == Val::Kind::obj && a.name == futex_word;
+        fl.emplace_back("v" + i, Val::n(r.pct(80) ? (own ? futex_value : 0) : r.pick<std::uint64_t>({7, 1ull << 32})));
+        fl.emplace_back("a" + i, a);
+        fl.emplace_back("f" + i, r.pct(88) ? Val::n(r.pick<std::uint64_t>({f2::size_u32 | f2::private_, f2::size_u32}))
+                                           : futex_flags());
+        if (r.pct(3))
+            fl.emplace_back("r" + i, Val::n(1)); // (__reserved, which the kernel wants 0)
+    }
+    return Val::obj(add("waitv", fl));
+}
+
+// A zero-copy send's flags (ioprio): POLL_FIRST, FIXED_BUF (no buffer is registered),
+// REPORT_USAGE, SEND_VECTORIZED, and ones it refuses (MULTISHOT, BUNDLE, unknown).
+Val Gen::zc_flags() {
+    if (r.pct(50))
+        return Val::n(0);
+    return Val::n(r.pick<std::uint64_t>({1, 8, 8, 0x20, 0x20, 0x28, 0x21, 4, 2, 0x10, 0x100}));
+}
+
+Val Gen::waitid_options() {
+    if (r.pct(85))
+        return Val::n(r.pick<std::uint64_t>({WEXITED, WEXITED, WEXITED | WNOHANG, WEXITED | WNOWAIT,
+                                             WEXITED | WNOHANG | WNOWAIT, WSTOPPED | WNOHANG, WCONTINUED | WNOHANG}));
+    return Val::n(r.pick<std::uint64_t>({0, WNOHANG, 0x80000000u, 0x1000, __WALL | WEXITED}));
 }
 
 } // namespace diffeng

@@ -95,6 +95,11 @@ inline constexpr OpName op_names[] = {
     {opc::pipe, "pipe"},
     {opc::futex_wait, "futex_wait"},
     {opc::futex_wake, "futex_wake"},
+    {opc::link_timeout, "link_timeout"},
+    {opc::send_zc, "send_zc"},
+    {opc::sendmsg_zc, "sendmsg_zc"},
+    {opc::waitid, "waitid"},
+    {opc::futex_waitv, "futex_waitv"},
 };
 inline constexpr std::size_t op_count = sizeof op_names / sizeof op_names[0];
 
@@ -136,6 +141,13 @@ inline constexpr int report_fd = 1000; // a child's report pipe
 inline constexpr std::uint64_t ud_base = 0x1000;
 inline constexpr std::uint64_t ud_unknown = 0xdead0000;
 inline constexpr std::uint64_t ud_cancel_all = 0xCA11CA11;
+
+/// The processes a case with a waitid gets (forked by its child before the ring; "KID" has
+/// exited, a zombie, "KID_LIVE" waits for its end): their pids, which the values "fd:KID" and
+/// "fd:KID_LIVE" stand for; 0 when not forked.
+extern int g_kid_pids[2];
+void fork_kids();
+void end_kids();
 
 /// The index of environment descriptor `name` in env_fd_names, or -1.
 int env_index(const std::string& name);
@@ -230,7 +242,13 @@ struct SqeOut {
     unsigned n = 0;
     std::vector<std::pair<int, std::uint32_t>> cqes;
     [[nodiscard]] bool has_final() const { return phase != 0 && !cqes.empty(); }
-    [[nodiscard]] int final_res() const { return cqes.empty() ? 0 : cqes.back().first; }
+    // The SQE's result: its last CQE's, but for a zero-copy send's notification
+    // (IORING_CQE_F_NOTIF), which follows the result.
+    [[nodiscard]] int final_res() const {
+        if (cqes.size() >= 2 && (cqes.back().second & ringo::uring::compat::cqe_f_notif))
+            return cqes[cqes.size() - 2].first;
+        return cqes.empty() ? 0 : cqes.back().first;
+    }
 };
 
 struct Side {

@@ -534,11 +534,11 @@ const std::vector<Known> classes = {
                 d.phase_uring == 2 && d.phase_epoll == 1;
      }},
     {"msg-cmsg-compat",
-     "sendmsg/recvmsg with MSG_CMSG_COMPAT (0x80000000): io_uring drops the flag, the engine's sendmsg(2) refuses "
-     "it (-EINVAL)",
+     "sendmsg/recvmsg (zero-copy sends too) with MSG_CMSG_COMPAT (0x80000000): io_uring drops the flag, the "
+     "engine's sendmsg(2) refuses it (-EINVAL)",
      [](const Case& c, const Diff& d) {
          const Sqe* q = sqe_of(c, d);
-         return q && op_in(*q, {opc::sendmsg, opc::recvmsg, opc::send, opc::recv}) &&
+         return q && op_in(*q, {opc::sendmsg, opc::recvmsg, opc::send, opc::recv, opc::send_zc, opc::sendmsg_zc}) &&
                 (num(q->f[f_opflags]) & 0x80000000u) && result(d) && d.res_epoll == -EINVAL;
      }},
     {"msg-errqueue-waits",
@@ -758,7 +758,8 @@ const std::vector<Known> classes = {
          return false;
      }},
     {"timeout-expired-vs-cancel",
-     "a timeout that has already expired (0 s) and a cancel or timeout_remove of it in the same submission: "
+     "a timeout that has already expired (0 s, or absolute and past) and a cancel or timeout_remove of it in the "
+     "same submission: "
      "io_uring's timer fires before the cancel runs, the engine's only after the submission",
      [](const Case& c, const Diff& d) {
          if (!result(d) || d.sqe < 0)
@@ -766,7 +767,9 @@ const std::vector<Known> classes = {
          auto expired = [&](std::size_t i) {
              const Sqe& q = c.sqes[i];
              const Obj* ts = c.obj(q.f[f_addr]);
-             return q.opcode == opc::timeout && ts && ts->num("sec") == 0 && ts->num("nsec") == 0;
+             // (or absolute, and past: an hour of CLOCK_MONOTONIC on a machine up longer)
+             return q.opcode == opc::timeout && ts && ts->num("sec") <= 3600 && ts->num("nsec") == 0 &&
+                    (ts->num("sec") == 0 || (num(q.f[f_opflags]) & 1));
          };
          const Sqe& q = c.sqes[static_cast<std::size_t>(d.sqe)];
          if (expired(static_cast<std::size_t>(d.sqe)))
@@ -898,6 +901,14 @@ std::string connection(const Val& v) {
     return n;
 }
 
-const std::vector<Known>& known_differences() { return classes; }
+const std::vector<Known>& known_differences() {
+    static const std::vector<Known> all = [] {
+        std::vector<Known> v = classes;
+        const auto& m = more_known_differences();
+        v.insert(v.end(), m.begin(), m.end());
+        return v;
+    }();
+    return all;
+}
 
 } // namespace diffeng
