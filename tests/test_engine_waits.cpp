@@ -302,3 +302,19 @@ TEST(EngineWaits, AFifoOpensWithoutWaitingForItsOtherEnd) {
             ::close(fd);
     }
 }
+
+// A splice whose input is not open for reading (a pipe's write end) is -EBADF, checked before
+// the offset that a pipe does not take (-ESPIPE from splice(2) itself, which the epoll engine
+// answered).
+TEST(EngineWaits, ASpliceFromAWriteEndIsEbadfBeforeItsOffset) {
+    int in[2];
+    ASSERT_EQ(::pipe2(in, O_CLOEXEC), 0);
+    SocketPair sp;
+    EXPECT_EQ(both([&](io_uring_sqe* s) {
+                  prep(s, opc::splice, sp.sv[1], 0, 4096, ~std::uint64_t{0});
+                  s->splice_fd_in = in[1];
+              }),
+              -EBADF);
+    ::close(in[0]);
+    ::close(in[1]);
+}

@@ -201,6 +201,12 @@ int Engine::blocking_call(const io_uring_sqe& s, bool positional_only) noexcept 
         const unsigned flags = s.splice_flags & ~compat::splice_f_fd_in_fixed;
         if (s.opcode == opc::tee)
             return sys(::tee(in, fd, s.len, flags));
+        // (io_uring's splice checks the files' modes before the offsets; splice(2) looks at a
+        // pipe's offset first.)
+        const int in_fl = ::fcntl(in, F_GETFL), out_fl = ::fcntl(fd, F_GETFL);
+        if (in_fl < 0 || out_fl < 0 || ((in_fl | out_fl) & O_PATH) || (in_fl & O_ACCMODE) == O_WRONLY ||
+            (out_fl & O_ACCMODE) == O_RDONLY)
+            return -EBADF;
         loff_t oin = static_cast<loff_t>(s.addr), oout = static_cast<loff_t>(s.off);
         return sys(::splice(in, s.addr == ~std::uint64_t{0} ? nullptr : &oin, fd,
                             s.off == ~std::uint64_t{0} ? nullptr : &oout, s.len, flags));
