@@ -950,7 +950,8 @@ TEST(EngineOps, WaitidChecks) {
             if (!ring)
                 continue;
             std::memset(&si, 0x5a, sizeof si);
-            auto got = run(*ring, [&](Ring& r) { waitid_sqe(r, 1, which, which == P_PID ? ::getpid() : 999, WEXITED, &si); }, 1);
+            auto got = run(
+                *ring, [&](Ring& r) { waitid_sqe(r, 1, which, which == P_PID ? ::getpid() : 999, WEXITED, &si); }, 1);
             ASSERT_EQ(got.size(), 1u);
             EXPECT_EQ(got[0].res, which == P_PID ? -ECHILD : -EBADF) << name_of(k);
             w[k == EngineKind::epoll] = written(si, 0);

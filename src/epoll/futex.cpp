@@ -266,7 +266,8 @@ int Engine::futex_cancel(Pending* p) noexcept {
 // IORING_OP_FUTEX_WAITV: the kernel's checks of the SQE (fields it wants zero, 1 to 128
 // words), of each word it copies (-EFAULT; futex2 flags of a 32-bit word, nothing reserved, a
 // value that fits the word), then of each word's address (aligned, a user address, readable
-// when shared), then of each one's value (-EFAULT unreadable, -EAGAIN when it does not hold it); then in the table and on the pool, as a futex wait.
+// when shared), then of each one's value (-EFAULT unreadable, -EAGAIN when it does not hold it); then in the table and
+// on the pool, as a futex wait.
 void Engine::futex_waitv_start(Pending* p) {
     const io_uring_sqe& s = p->sqe;
     if (s.fd || s.buf_index || s.file_index || s.off || s.rw_flags || s.addr3 || s.len == 0 || s.len > waitv_max) {

@@ -19,9 +19,9 @@ void Engine::run_on_pool(Job* j) noexcept {
     auto* p = static_cast<Pending*>(j);
     const bool futex = is_futex_wait(p->sqe.opcode);
     do
-        p->res = futex                               ? (p->sqe.opcode == opc::futex_wait ? futex_wait_call(p) : futex_waitv_call(p))
-                 : p->gated                          ? splice_try(p->sqe)
-                                                     : blocking_call(p->sqe, p->recheck);
+        p->res = futex      ? (p->sqe.opcode == opc::futex_wait ? futex_wait_call(p) : futex_waitv_call(p))
+                 : p->gated ? splice_try(p->sqe)
+                            : blocking_call(p->sqe, p->recheck);
     while (p->res == -EINTR && !BlockingCalls::get().interrupted(p));
     if (futex)
         futex_done(p); // (no wake finds it from here on)
@@ -106,8 +106,7 @@ void Engine::take_pool_results_now() {
 
 // The result of a call made off the loop's thread (the pool, native AIO).
 void Engine::ended_off_loop(Pending* p, int res) {
-    if (p->cancelled &&
-        (res == -EINTR || res == would_wait || (res == 0 && p->sqe.opcode == opc::futex_wait)))
+    if (p->cancelled && (res == -EINTR || res == would_wait || (res == 0 && p->sqe.opcode == opc::futex_wait)))
         res = -ECANCELED; // (interrupted: interrupt; a futex wait kicked by its cancel: futex_cancel)
     if (res == would_wait) {
         gate(p); // (a splice or tee that waits for its pipes: splice_try)

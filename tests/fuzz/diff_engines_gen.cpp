@@ -38,7 +38,7 @@ const std::initializer_list<const char*> file_fds = {"REG",     "RO",     "DIREC
 const std::initializer_list<const char*> sock_fds = {"UNIX_A", "UNIX_B",  "TCP_C", "TCP_S",  "TCP_P",
                                                      "LISTEN", "TCP_NEW", "UDP",   "PIPE_R", "REG"};
 const std::initializer_list<const char*> recv_fds = {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "UDP", "TCP_NEW", "LISTEN"};
-const std::initializer_list<const char*> zc_fds = {"UNIX_A", "UNIX_B", "TCP_C",   "TCP_S", "UDP",
+const std::initializer_list<const char*> zc_fds = {"UNIX_A", "UNIX_B",  "TCP_C",  "TCP_S", "UDP",
                                                    "UDP",    "TCP_NEW", "PIPE_W", "REG"};
 const std::initializer_list<const char*> send_fds = {"UNIX_A", "UNIX_B", "TCP_C", "TCP_S", "UDP", "TCP_NEW", "TCP_P"};
 
@@ -454,7 +454,8 @@ void Gen::fill(Sqe& q) {
         const auto x = r.below(100);
         if (x < 70) {
             f[f_len] = Val::n(P_PID);
-            f[f_fd] = r.pct(90) ? Val::fd(r.pick({"KID", "KID", "KID_LIVE"})) : Val::i(r.pick<std::int64_t>({0, -1, 999999}));
+            f[f_fd] =
+                r.pct(90) ? Val::fd(r.pick({"KID", "KID", "KID_LIVE"})) : Val::i(r.pick<std::int64_t>({0, -1, 999999}));
         } else if (x < 82) {
             f[f_len] = Val::n(P_ALL);
         } else if (x < 88) {
@@ -464,8 +465,9 @@ void Gen::fill(Sqe& q) {
             f[f_fd] = r.pct(50) ? Val::fd("KID") : fd_from({"REG", "PIPE_R"});
         }
         f[f_fi] = waitid_options();
-        f[f_off] = r.pct(85) ? Val::obj(add("buf", {{"size", Val::n(128)}, {"siginfo", Val::n(1)}}))
-                             : r.pct(50) ? Val::n(0) : bad_ptr();
+        f[f_off] = r.pct(85)   ? Val::obj(add("buf", {{"size", Val::n(128)}, {"siginfo", Val::n(1)}}))
+                   : r.pct(50) ? Val::n(0)
+                               : bad_ptr();
         if (r.pct(5))
             f[r.pick({f_addr, f_opflags, f_bufidx})] = Val::n(1); // (fields the kernel wants 0)
         break;
