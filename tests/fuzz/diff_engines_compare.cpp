@@ -13,7 +13,7 @@
 namespace diffeng {
 
 std::string errno_text(int res) {
-    if (res >= 0)
+    if (res >= 0 || res < -4095) // (no errno: a count, or a sentinel such as INT_MIN)
         return std::to_string(res);
     const char* n = ::strerrorname_np(-res);
     return n ? std::string("-") + n : std::to_string(res);
